@@ -1,0 +1,32 @@
+# nifsock — the two commands: `make bench` (side-by-side comparison) and `make test`.
+.PHONY: all setup build test test-rust test-erlang lint bench clean
+
+all: build
+
+setup:
+	@sh scripts/setup
+
+build: setup
+	rebar3 compile
+
+test-rust: setup
+	cargo test --release -p nifsock_unit
+	cargo clippy --release --workspace --all-targets -- -D warnings
+	cargo fmt --all -- --check
+
+test-erlang: build
+	rebar3 ct
+	rebar3 xref
+
+test: test-rust test-erlang
+
+lint: build
+	rebar3 dialyzer
+
+bench: build
+	bash bench/run $(if $(FULL),--full,)
+
+clean:
+	rebar3 clean
+	cargo clean
+	rm -f priv/libnifsock.so

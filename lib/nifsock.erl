@@ -1,0 +1,479 @@
+%% @doc TCP sockets for the BEAM with the fewest system calls and scheduler
+%% hops: OTP's `socket' API for stream sockets, over a Rust NIF.
+%%
+%% Names, arities, argument order, return shapes and error atoms are those of
+%% OTP 25's `socket', so code written for `socket' switches by renaming the
+%% module. Differences are listed in the README ("Differences from socket").
+%%
+%% == Asynchronous calls ==
+%% Every call that can wait takes a `Timeout': `infinity', milliseconds,
+%% `nowait' or a handle (a reference). With `nowait' or a handle a call that
+%% would block returns `{select, SelectInfo}' (`{select_info, Tag, Handle}');
+%% the caller then waits for `{'$nifsock', Socket, select, Handle}' and calls
+%% again, or gets `{'$nifsock', Socket, abort, {Handle, closed}}' if the socket
+%% is closed meanwhile. `cancel/2' withdraws a wait. Blocking calls are loops
+%% over the same mechanism; readiness comes from the VM's own poll set.
+-module(nifsock).
+
+-export([open/2, open/3, open/4, bind/2, listen/1, listen/2,
+         accept/1, accept/2, connect/1, connect/2, connect/3,
+         recv/1, recv/2, recv/3, recv/4, send/2, send/3, send/4,
+         close/1, shutdown/2, setopt/3, getopt/2, sockname/1, peername/1,
+         cancel/2, controlling_process/2, is_socket/1, info/0, info/1]).
+
+-export_type([socket/0, select_info/0, select_handle/0, select_tag/0,
+              timeout_spec/0, level_name/0]).
+
+-define(SOCK(Ref), {'$nifsock', Ref}).
+-define(MSG(S, Kind, Info), {'$nifsock', S, Kind, Info}).
+-define(SELECT_INFO(Tag, Handle), {select_info, Tag, Handle}).
+-define(DEFAULT_BACKLOG, 5).
+
+-opaque socket() :: {'$nifsock', reference()}.
+-type select_handle() :: reference().
+-type select_tag() :: accept | connect | recv | {send, []}.
+-type select_info() :: {select_info, select_tag(), select_handle()}.
+-type timeout_spec() :: infinity | non_neg_integer() | nowait | select_handle().
+-type level_name() :: {socket | ip | ipv6 | tcp | otp, atom()} | {integer(), integer()}.
+-type reason() :: inet:posix() | closed | timeout | not_owner | {invalid, term()}.
+
+%%% ------------------------------------------------------------------
+%%% Creating sockets
+
+%% @doc Opens a stream socket: `open(Domain, stream)', or adopts an open fd:
+%% `open(FD, #{dup => boolean()})' (dup defaults to true: nifsock then owns a
+%% duplicate and never closes the caller's fd).
+-spec open(inet | inet6 | local, stream) -> {ok, socket()} | {error, reason()};
+          (integer(), map()) -> {ok, socket()} | {error, reason()}.
+open(FD, Opts) when is_integer(FD), is_map(Opts) ->
+    nifsock_nif:adopt(FD, maps:get(dup, Opts, true) =/= false);
+open(Domain, Type) when is_atom(Domain), is_atom(Type) ->
+    open(Domain, Type, default, #{});
+open(A, B) ->
+    erlang:error(badarg, [A, B]).
+
+%% @doc `open(Domain, stream, Protocol)' or `open(Domain, stream, Opts)'.
+-spec open(inet | inet6 | local, stream, tcp | default | integer() | map()) ->
+          {ok, socket()} | {error, reason()}.
+open(Domain, Type, Opts) when is_map(Opts) ->
+    open(Domain, Type, default, Opts);
+open(Domain, Type, Protocol) ->
+    open(Domain, Type, Protocol, #{}).
+
+%% @doc `open(Domain, stream, Protocol, Opts)'. Protocol `tcp' or `default'.
+-spec open(inet | inet6 | local, stream, tcp | default | integer(), map()) ->
+          {ok, socket()} | {error, reason()}.
+open(Domain, Type, Protocol, Opts)
+  when is_atom(Domain), is_atom(Type), (is_atom(Protocol) orelse is_integer(Protocol)),
+       is_map(Opts) ->
+    nifsock_nif:open(Domain, Type, Protocol);
+open(Domain, Type, Protocol, Opts) ->
+    erlang:error(badarg, [Domain, Type, Protocol, Opts]).
+
+%% @doc Binds to a sockaddr map, or `any' / `loopback' (port 0).
+-spec bind(socket(), socket:sockaddr() | any | loopback | broadcast) -> ok | {error, reason()}.
+bind(?SOCK(_) = S, Addr) when is_map(Addr); is_atom(Addr) ->
+    nifsock_nif:bind(S, Addr);
+bind(S, Addr) ->
+    erlang:error(badarg, [S, Addr]).
+
+%% @doc Listens with the default backlog (5, as `socket').
+-spec listen(socket()) -> ok | {error, reason()}.
+listen(S) ->
+    listen(S, ?DEFAULT_BACKLOG).
+
+%% @doc Listens with `Backlog'.
+-spec listen(socket(), integer()) -> ok | {error, reason()}.
+listen(?SOCK(_) = S, Backlog) when is_integer(Backlog) ->
+    nifsock_nif:listen(S, Backlog);
+listen(S, Backlog) ->
+    erlang:error(badarg, [S, Backlog]).
+
+%% @equiv accept(L, infinity)
+-spec accept(socket()) -> {ok, socket()} | {error, reason()}.
+accept(L) ->
+    accept(L, infinity).
+
+%% @doc Accepts a connection (one accept4 call; several processes may wait on
+%% one listener: one is armed, the rest queue in order).
+-spec accept(socket(), timeout_spec()) ->
+          {ok, socket()} | {select, select_info()} | {error, reason()}.
+accept(?SOCK(_) = L, Timeout) ->
+    case deadline(Timeout) of
+        zero ->
+            nifsock_nif:accept(L, undefined, zero);
+        {handle, H} ->
+            accept_nowait(L, H);
+        Deadline ->
+            accept_wait(L, make_ref(), Deadline)
+    end;
+accept(L, Timeout) ->
+    erlang:error(badarg, [L, Timeout]).
+
+accept_nowait(L, H) ->
+    case nifsock_nif:accept(L, H, nowait) of
+        select -> {select, ?SELECT_INFO(accept, H)};
+        Result -> Result
+    end.
+
+accept_wait(L, H, Deadline) ->
+    case nifsock_nif:accept(L, H, wait) of
+        select ->
+            receive
+                ?MSG(L, select, H) -> accept_wait(L, H, Deadline);
+                ?MSG(L, abort, {H, Reason}) -> {error, Reason}
+            after remaining(Deadline) ->
+                    timed_out(L, accept, H)
+            end;
+        Result ->
+            Result
+    end.
+
+%% @doc Finishes a `connect/3' that returned `{select, _}', after its select message.
+-spec connect(socket()) -> ok | {error, reason()}.
+connect(?SOCK(_) = S) ->
+    nifsock_nif:connect_finish(S);
+connect(S) ->
+    erlang:error(badarg, [S]).
+
+%% @equiv connect(S, Addr, infinity)
+-spec connect(socket(), socket:sockaddr() | any | loopback) -> ok | {error, reason()}.
+connect(S, Addr) ->
+    connect(S, Addr, infinity).
+
+%% @doc Connects to `Addr'.
+-spec connect(socket(), socket:sockaddr() | any | loopback, timeout_spec()) ->
+          ok | {select, select_info()} | {error, reason()}.
+connect(?SOCK(_) = S, Addr, Timeout) when is_map(Addr); is_atom(Addr) ->
+    case deadline(Timeout) of
+        zero ->
+            nifsock_nif:connect(S, Addr, undefined, zero);
+        {handle, H} ->
+            case nifsock_nif:connect(S, Addr, H, nowait) of
+                select -> {select, ?SELECT_INFO(connect, H)};
+                Result -> Result
+            end;
+        Deadline ->
+            H = make_ref(),
+            case nifsock_nif:connect(S, Addr, H, wait) of
+                select ->
+                    receive
+                        ?MSG(S, select, H) -> nifsock_nif:connect_finish(S);
+                        ?MSG(S, abort, {H, Reason}) -> {error, Reason}
+                    after remaining(Deadline) ->
+                            timed_out(S, connect, H)
+                    end;
+                Result ->
+                    Result
+            end
+    end;
+connect(S, Addr, Timeout) ->
+    erlang:error(badarg, [S, Addr, Timeout]).
+
+%%% ------------------------------------------------------------------
+%%% Receiving
+
+%% @equiv recv(S, 0, [], infinity)
+-spec recv(socket()) -> {ok, binary()} | {error, reason() | {reason(), binary()}}.
+recv(S) ->
+    recv(S, 0, [], infinity).
+
+%% @doc `recv(S, Length)' or `recv(S, Flags)'.
+-spec recv(socket(), non_neg_integer() | list()) ->
+          {ok, binary()} | {error, reason() | {reason(), binary()}}.
+recv(S, Flags) when is_list(Flags) ->
+    recv(S, 0, Flags, infinity);
+recv(S, Length) ->
+    recv(S, Length, [], infinity).
+
+%% @doc `recv(S, Flags, Timeout)', `recv(S, Length, Flags)' or `recv(S, Length, Timeout)'.
+-spec recv(socket(), non_neg_integer() | list(), list() | timeout_spec()) ->
+          {ok, binary()} | {select, select_info() | {select_info(), binary()}} |
+          {error, reason() | {reason(), binary()}}.
+recv(S, Flags, Timeout) when is_list(Flags) ->
+    recv(S, 0, Flags, Timeout);
+recv(S, Length, Flags) when is_list(Flags) ->
+    recv(S, Length, Flags, infinity);
+recv(S, Length, Timeout) ->
+    recv(S, Length, [], Timeout).
+
+%% @doc Receives `Length' bytes exactly, or what is there when `Length' is 0.
+%% With a timeout, a partial result is `{error, {timeout, Data}}'; with
+%% `nowait', `{select, {SelectInfo, Data}}'.
+-spec recv(socket(), non_neg_integer(), list(), timeout_spec()) ->
+          {ok, binary()} | {select, select_info() | {select_info(), binary()}} |
+          {error, reason() | {reason(), binary()}}.
+recv(?SOCK(_) = S, Length, Flags, Timeout)
+  when is_integer(Length), Length >= 0, is_list(Flags) ->
+    case deadline(Timeout) of
+        zero ->
+            recv_zero(S, Length, Flags);
+        {handle, H} ->
+            recv_nowait(S, Length, Flags, H);
+        Deadline ->
+            recv_wait(S, Length, Flags, make_ref(), Deadline)
+    end;
+recv(S, Length, Flags, Timeout) ->
+    erlang:error(badarg, [S, Length, Flags, Timeout]).
+
+recv_zero(S, Length, Flags) ->
+    case nifsock_nif:recv(S, Length, Flags, undefined, zero) of
+        more -> recv_zero(S, Length, Flags);
+        Result -> Result
+    end.
+
+recv_nowait(S, Length, Flags, H) ->
+    case nifsock_nif:recv(S, Length, Flags, H, nowait) of
+        select -> {select, ?SELECT_INFO(recv, H)};
+        {select, Data} -> {select, {?SELECT_INFO(recv, H), Data}};
+        more -> recv_nowait(S, Length, Flags, H);
+        Result -> Result
+    end.
+
+recv_wait(S, Length, Flags, H, Deadline) ->
+    case nifsock_nif:recv(S, Length, Flags, H, wait) of
+        select ->
+            receive
+                ?MSG(S, select, H) ->
+                    recv_wait(S, Length, Flags, H, Deadline);
+                ?MSG(S, abort, {H, Reason}) ->
+                    with_partial(S, Reason)
+            after remaining(Deadline) ->
+                    _ = cancel_wait(S, recv, H),
+                    with_partial(S, timeout)
+            end;
+        more ->
+            recv_wait(S, Length, Flags, H, Deadline);
+        Result ->
+            Result
+    end.
+
+with_partial(S, Reason) ->
+    case nifsock_nif:take_partial(S) of
+        <<>> -> {error, Reason};
+        Data -> {error, {Reason, Data}}
+    end.
+
+%%% ------------------------------------------------------------------
+%%% Sending
+
+%% @equiv send(S, Data, [], infinity)
+-spec send(socket(), iodata()) -> ok | {error, reason() | {reason(), iodata()}}.
+send(S, Data) ->
+    send(S, Data, [], infinity).
+
+%% @doc `send(S, Data, Flags)', `send(S, Data, Cont)' or `send(S, Data, Timeout)'.
+-spec send(socket(), iodata(), list() | select_info() | timeout_spec()) ->
+          ok | {ok, iodata()} | {select, select_info() | {select_info(), iodata()}} |
+          {error, reason() | {reason(), iodata()}}.
+send(S, Data, Flags) when is_list(Flags) ->
+    send(S, Data, Flags, infinity);
+send(S, Data, ?SELECT_INFO(_, _) = Cont) ->
+    send(S, Data, Cont, infinity);
+send(S, Data, Timeout) ->
+    send(S, Data, [], Timeout).
+
+%% @doc Sends iodata with one sendmsg over its binaries (no flattening copy).
+%% A partial send returns the rest as iodata: `{select, {SelectInfo, Rest}}'
+%% with `nowait', `{error, {timeout, Rest}}' when the time runs out.
+-spec send(socket(), iodata(), list() | select_info(), timeout_spec()) ->
+          ok | {ok, iodata()} | {select, select_info() | {select_info(), iodata()}} |
+          {error, reason() | {reason(), iodata()}}.
+send(S, Data, ?SELECT_INFO({send, _}, _), Timeout) ->
+    send(S, Data, [], Timeout);
+send(?SOCK(_) = S, Data, Flags, Timeout) when is_list(Flags) ->
+    IOV = iovec(S, Data, Flags, Timeout),
+    case deadline(Timeout) of
+        zero ->
+            case nifsock_nif:send(S, IOV, Flags, undefined, zero) of
+                {more, 0} -> {error, timeout};
+                {more, N} -> {error, {timeout, rest(IOV, N)}};
+                Result -> send_result(Result, IOV)
+            end;
+        {handle, H} ->
+            case nifsock_nif:send(S, IOV, Flags, H, nowait) of
+                {select, 0} -> {select, ?SELECT_INFO({send, []}, H)};
+                {select, N} -> {select, {?SELECT_INFO({send, []}, H), rest(IOV, N)}};
+                Result -> send_result(Result, IOV)
+            end;
+        Deadline ->
+            send_wait(S, IOV, Flags, make_ref(), Deadline, false)
+    end;
+send(S, Data, Flags, Timeout) ->
+    erlang:error(badarg, [S, Data, Flags, Timeout]).
+
+iovec(_S, Bin, _Flags, _Timeout) when is_binary(Bin) ->
+    [Bin];
+iovec(S, Data, Flags, Timeout) ->
+    try erlang:iolist_to_iovec(Data)
+    catch error:badarg -> erlang:error(badarg, [S, Data, Flags, Timeout])
+    end.
+
+send_wait(S, IOV, Flags, H, Deadline, Written) ->
+    case nifsock_nif:send(S, IOV, Flags, H, wait) of
+        {select, N} ->
+            Rest = rest(IOV, N),
+            Written1 = Written orelse N > 0,
+            receive
+                ?MSG(S, select, H) ->
+                    send_wait(S, Rest, Flags, H, Deadline, Written1);
+                ?MSG(S, abort, {H, Reason}) ->
+                    send_error(Reason, Rest, Written1)
+            after remaining(Deadline) ->
+                    _ = cancel_wait(S, send, H),
+                    send_error(timeout, Rest, Written1)
+            end;
+        {error, Reason} ->
+            send_error(Reason, IOV, Written);
+        Result ->
+            send_result(Result, IOV)
+    end.
+
+send_result({error, {Reason, N}}, IOV) when is_integer(N) ->
+    {error, {Reason, unwrap(rest(IOV, N))}};
+send_result(Result, _IOV) ->
+    Result.
+
+send_error(Reason, _Rest, false) -> {error, Reason};
+send_error(Reason, Rest, true) -> {error, {Reason, unwrap(Rest)}}.
+
+%% The iovec after its first N bytes.
+rest([B | T], N) when byte_size(B) =< N ->
+    rest(T, N - byte_size(B));
+rest([B | T], N) when N > 0 ->
+    [binary:part(B, N, byte_size(B) - N) | T];
+rest(IOV, _) ->
+    IOV.
+
+unwrap([B]) -> B;
+unwrap(IOV) -> IOV.
+
+%%% ------------------------------------------------------------------
+%%% Ending
+
+%% @doc Closes the socket. Waiters get `{'$nifsock', S, abort, {Handle, closed}}'.
+%% The fd is closed on the calling scheduler, or on a dirty I/O scheduler when
+%% SO_LINGER is on with a positive timeout (so the close may block).
+-spec close(socket()) -> ok | {error, reason()}.
+close(?SOCK(_) = S) ->
+    case nifsock_nif:close(S) of
+        linger -> nifsock_nif:finish_close(S);
+        Result -> Result
+    end;
+close(S) ->
+    erlang:error(badarg, [S]).
+
+%% @doc Shuts down reading, writing or both.
+-spec shutdown(socket(), read | write | read_write) -> ok | {error, reason()}.
+shutdown(?SOCK(_) = S, How) when How =:= read; How =:= write; How =:= read_write ->
+    nifsock_nif:shutdown(S, How);
+shutdown(S, How) ->
+    erlang:error(badarg, [S, How]).
+
+%%% ------------------------------------------------------------------
+%%% Options and names
+
+%% @doc Sets an option: `{Level, Name}' from the option table (see README), or
+%% raw `{Level :: integer(), Opt :: integer()}' with an integer or binary.
+%% One setsockopt per option (IP_TOS: see README).
+-spec setopt(socket(), level_name(), term()) -> ok | {error, reason()}.
+setopt(?SOCK(_) = S, {otp, controlling_process}, Pid) when is_pid(Pid) ->
+    controlling_process(S, Pid);
+setopt(?SOCK(_) = S, {Level, Name}, Value) ->
+    nifsock_nif:setopt(S, Level, Name, Value);
+setopt(S, Opt, Value) ->
+    erlang:error(badarg, [S, Opt, Value]).
+
+%% @doc Reads an option.
+-spec getopt(socket(), level_name()) -> {ok, term()} | {error, reason()}.
+getopt(?SOCK(_) = S, {otp, controlling_process}) ->
+    {ok, maps:get(ctrl, nifsock_nif:info(S))};
+getopt(?SOCK(_) = S, {Level, Name}) ->
+    nifsock_nif:getopt(S, Level, Name);
+getopt(S, Opt) ->
+    erlang:error(badarg, [S, Opt]).
+
+%% @doc The local address.
+-spec sockname(socket()) -> {ok, socket:sockaddr()} | {error, reason()}.
+sockname(?SOCK(_) = S) -> nifsock_nif:sockname(S);
+sockname(S) -> erlang:error(badarg, [S]).
+
+%% @doc The peer's address.
+-spec peername(socket()) -> {ok, socket:sockaddr()} | {error, reason()}.
+peername(?SOCK(_) = S) -> nifsock_nif:peername(S);
+peername(S) -> erlang:error(badarg, [S]).
+
+%%% ------------------------------------------------------------------
+%%% Waits, ownership, introspection
+
+%% @doc Withdraws a wait started with `nowait' or a handle.
+-spec cancel(socket(), select_info()) -> ok | {error, reason()}.
+cancel(?SOCK(_) = S, ?SELECT_INFO(Tag, H) = Info) ->
+    Op = case Tag of
+             {Op0, _} -> Op0;
+             Op0 -> Op0
+         end,
+    case cancel_wait(S, Op, H) of
+        not_found -> {error, {invalid, Info}};
+        Result -> Result
+    end;
+cancel(S, Info) ->
+    erlang:error(badarg, [S, Info]).
+
+cancel_wait(S, Op, H) ->
+    case nifsock_nif:cancel(S, Op, H) of
+        ok ->
+            flush_abort(S, H),
+            ok;
+        select_sent ->
+            receive ?MSG(S, select, H) -> ok after 0 -> ok end,
+            flush_abort(S, H),
+            ok;
+        Other ->
+            flush_abort(S, H),
+            Other
+    end.
+
+flush_abort(S, H) ->
+    receive ?MSG(S, abort, {H, _}) -> ok after 0 -> ok end.
+
+%% @doc Makes `Pid' the owner: its death closes the socket. Only the owner may call.
+-spec controlling_process(socket(), pid()) -> ok | {error, reason()}.
+controlling_process(?SOCK(_) = S, Pid) when is_pid(Pid) ->
+    nifsock_nif:controlling_process(S, Pid);
+controlling_process(S, Pid) ->
+    erlang:error(badarg, [S, Pid]).
+
+%% @doc True for a nifsock socket term.
+-spec is_socket(term()) -> boolean().
+is_socket(?SOCK(R)) when is_reference(R) -> true;
+is_socket(_) -> false.
+
+%% @doc Process-wide counters: sockets and fds alive, accepts, reads, writes
+%% (and their EAGAINs), bytes in/out, closes inline/dirty/deferred, selects,
+%% setsockopt/getsockopt calls.
+-spec info() -> #{atom() => integer()}.
+info() ->
+    nifsock_nif:stats().
+
+%% @doc Information about one socket, as `socket:info/1' gives it.
+-spec info(socket()) -> map().
+info(?SOCK(_) = S) -> nifsock_nif:info(S);
+info(S) -> erlang:error(badarg, [S]).
+
+%%% ------------------------------------------------------------------
+%%% Timeouts
+
+deadline(infinity) -> infinity;
+deadline(nowait) -> {handle, make_ref()};
+deadline(0) -> zero;
+deadline(T) when is_integer(T), T > 0 -> erlang:monotonic_time(millisecond) + T;
+deadline(H) when is_reference(H) -> {handle, H};
+deadline(T) -> erlang:error({invalid, {timeout, T}}).
+
+remaining(infinity) -> infinity;
+remaining(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).
+
+timed_out(S, Op, H) ->
+    _ = cancel_wait(S, Op, H),
+    {error, timeout}.

@@ -1,0 +1,94 @@
+%% @private
+%% @doc NIF stubs of nifsock. Nothing but stubs and the loader: the public API,
+%% argument checks and timeout loops are in `nifsock'.
+-module(nifsock_nif).
+
+-export([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
+         recv/5, take_partial/1, send/5, close/1, finish_close/1, shutdown/2,
+         setopt/4, getopt/3, sockname/1, peername/1, cancel/3,
+         controlling_process/2, info/1, stats/0]).
+
+-nifs([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
+       recv/5, take_partial/1, send/5, close/1, finish_close/1, shutdown/2,
+       setopt/4, getopt/3, sockname/1, peername/1, cancel/3,
+       controlling_process/2, info/1, stats/0]).
+
+-on_load(load/0).
+
+-type sock() :: nifsock:socket().
+-type mode() :: wait | nowait | zero.
+
+-spec load() -> ok | {error, term()}.
+load() ->
+    Dir = case code:priv_dir(nifsock) of
+              {error, bad_name} ->
+                  filename:join(filename:dirname(filename:dirname(code:which(?MODULE))), "priv");
+              D ->
+                  D
+          end,
+    erlang:load_nif(filename:join(Dir, "libnifsock"), 0).
+
+-spec open(atom(), atom(), atom() | integer()) -> {ok, sock()} | {error, term()}.
+open(_Domain, _Type, _Protocol) -> erlang:nif_error(nif_not_loaded).
+
+-spec adopt(integer(), boolean()) -> {ok, sock()} | {error, term()}.
+adopt(_Fd, _Dup) -> erlang:nif_error(nif_not_loaded).
+
+-spec bind(sock(), term()) -> ok | {error, term()}.
+bind(_S, _Addr) -> erlang:nif_error(nif_not_loaded).
+
+-spec listen(sock(), integer()) -> ok | {error, term()}.
+listen(_S, _Backlog) -> erlang:nif_error(nif_not_loaded).
+
+-spec accept(sock(), term(), mode()) -> {ok, sock()} | select | {error, term()}.
+accept(_L, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).
+
+-spec connect(sock(), term(), term(), mode()) -> ok | select | {error, term()}.
+connect(_S, _Addr, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).
+
+-spec connect_finish(sock()) -> ok | {error, term()}.
+connect_finish(_S) -> erlang:nif_error(nif_not_loaded).
+
+-spec recv(sock(), non_neg_integer(), list(), term(), mode()) ->
+          {ok, binary()} | select | {select, binary()} | more | {error, term()}.
+recv(_S, _Len, _Flags, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).
+
+-spec take_partial(sock()) -> binary().
+take_partial(_S) -> erlang:nif_error(nif_not_loaded).
+
+-spec send(sock(), [binary()], list(), term(), mode()) ->
+          ok | {select, non_neg_integer()} | {more, non_neg_integer()} | {error, term()}.
+send(_S, _IOV, _Flags, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).
+
+-spec close(sock()) -> ok | linger | {error, term()}.
+close(_S) -> erlang:nif_error(nif_not_loaded).
+
+-spec finish_close(sock()) -> ok.
+finish_close(_S) -> erlang:nif_error(nif_not_loaded).
+
+-spec shutdown(sock(), read | write | read_write) -> ok | {error, term()}.
+shutdown(_S, _How) -> erlang:nif_error(nif_not_loaded).
+
+-spec setopt(sock(), term(), term(), term()) -> ok | {error, term()}.
+setopt(_S, _Level, _Name, _Value) -> erlang:nif_error(nif_not_loaded).
+
+-spec getopt(sock(), term(), term()) -> {ok, term()} | {error, term()}.
+getopt(_S, _Level, _Name) -> erlang:nif_error(nif_not_loaded).
+
+-spec sockname(sock()) -> {ok, map()} | {error, term()}.
+sockname(_S) -> erlang:nif_error(nif_not_loaded).
+
+-spec peername(sock()) -> {ok, map()} | {error, term()}.
+peername(_S) -> erlang:nif_error(nif_not_loaded).
+
+-spec cancel(sock(), atom(), term()) -> ok | select_sent | not_found | {error, term()}.
+cancel(_S, _Op, _Handle) -> erlang:nif_error(nif_not_loaded).
+
+-spec controlling_process(sock(), pid()) -> ok | {error, term()}.
+controlling_process(_S, _Pid) -> erlang:nif_error(nif_not_loaded).
+
+-spec info(sock()) -> map().
+info(_S) -> erlang:nif_error(nif_not_loaded).
+
+-spec stats() -> #{atom() => integer()}.
+stats() -> erlang:nif_error(nif_not_loaded).

@@ -1,0 +1,23 @@
+//! Atoms, grouped by purpose.
+
+rustler::atoms! {
+    // results
+    ok, error, select, select_sent, not_found, more, linger,
+    // errors
+    closed, timeout, invalid, not_owner, badarg, undefined,
+    // message tags
+    nifsock_tag = "$nifsock", abort, select_info,
+    // families, types, protocols
+    inet, inet6, local, stream, tcp, default, ip, ipv6, unspec,
+    // sockaddr keys and special addresses
+    family, addr, port, flowinfo, scope_id, path, any, loopback, broadcast,
+    // recv modes and ops
+    wait, nowait, zero, recv, send, accept, connect,
+    // shutdown
+    read, write, read_write,
+    // option values and keys
+    onoff, socket, otp, rcvbuf, fd, domain, controlling_process, meta, dup, r#true = "true", r#false = "false",
+    // info keys
+    ctype, normal, ctrl, r#type = "type", protocol, counters, num_readers, num_writers, num_acceptors,
+    rstates, wstates, open, closing, listening, selected, close_may_block,
+}

@@ -1,0 +1,173 @@
+//! Making sockets: open, adopt an fd, accept (accept4, one syscall), connect.
+
+use std::os::fd::RawFd;
+
+use rustler::{Encoder, Env, NifResult, Term};
+
+use crate::addr::Family;
+use crate::atoms;
+use crate::error::{Error, Result};
+use crate::lifecycle;
+use crate::nif::args::{self, Mode, Sock};
+use crate::opts;
+use crate::socket::Socket;
+use crate::stats;
+use crate::sys::msg;
+use crate::sys::resource::Owned;
+use crate::sys::select::Dir;
+use crate::sys::syscall;
+
+/// Wraps a fresh fd in a socket owned (and monitored) by the caller.
+pub fn wrap<'a>(
+    env: Env<'a>,
+    fd: RawFd,
+    family: Family,
+    close_may_block: bool,
+) -> Result<Term<'a>> {
+    stats::FDS.up();
+    let Some(owner) = msg::self_pid(env) else {
+        syscall::close(fd);
+        stats::FDS.down();
+        return Err(Error::BadArg);
+    };
+    let Some(owned) = Owned::new(Socket::new(fd, family, owner, close_may_block)) else {
+        // Owned::new failed before the Socket was stored: nothing else has the fd.
+        syscall::close(fd);
+        stats::FDS.down();
+        return Err(Error::Os(libc::ENOMEM));
+    };
+    let obj = owned.obj();
+    let mon = msg::monitor(crate::sys::env::EnvRef::of(env), obj, &owner);
+    obj.socket().lock().owner_mon = mon;
+    let term = lifecycle::sock_term(env, obj);
+    drop(owned); // the term holds the object now
+    Ok(term)
+}
+
+/// socket(2), non-blocking and close-on-exec.
+pub fn open<'a>(env: Env<'a>, family: Family, protocol: i32) -> Result<Term<'a>> {
+    let fd = syscall::socket(family.raw(), libc::SOCK_STREAM, protocol)?;
+    wrap(env, fd, family, false)
+}
+
+/// Adopts a foreign fd (a dup of it unless `dup` is false). Its linger state is
+/// unknown to us, so it is read once here; the close path never asks again.
+pub fn adopt<'a>(env: Env<'a>, fd: RawFd, dup: bool) -> Result<Term<'a>> {
+    let mut b = [0u8; 8];
+    let n = syscall::getsockopt(fd, libc::SOL_SOCKET, libc::SO_TYPE, &mut b)?;
+    if opts::int_parse(b.get(..n).unwrap_or(&[])) != Some(libc::SOCK_STREAM) {
+        return Err(Error::Invalid("type"));
+    }
+    let n = syscall::getsockopt(fd, libc::SOL_SOCKET, libc::SO_DOMAIN, &mut b)?;
+    let family = opts::int_parse(b.get(..n).unwrap_or(&[]))
+        .and_then(Family::from_raw)
+        .ok_or(Error::Invalid("domain"))?;
+    let n = syscall::getsockopt(fd, libc::SOL_SOCKET, libc::SO_LINGER, &mut b)?;
+    stats::GETSOCKOPTS.add(3);
+    let may_block = opts::linger_parse(b.get(..n).unwrap_or(&[]))
+        .is_none_or(|(on, secs)| opts::linger_blocks(on, secs));
+    let own = if dup { syscall::dup_cloexec(fd)? } else { fd };
+    if let Err(e) = syscall::set_nonblocking(own) {
+        if dup {
+            syscall::close(own);
+        }
+        return Err(Error::Os(e));
+    }
+    wrap(env, own, family, may_block)
+}
+
+/// accept(L, Handle, Mode): `{ok, S}`, `select`, `{error, R}`.
+pub fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> NifResult<Term<'a>> {
+    let caller = args::caller(env)?;
+    loop {
+        let r = match l.s.with_fd(syscall::accept) {
+            Ok(r) => r,
+            Err(e) => return args::error(env, e),
+        };
+        match r {
+            Ok(fd) => {
+                stats::ACCEPTS.incr();
+                tracing::trace!(fd, op = "accept");
+                lifecycle::done(env, l.obj, Dir::Read, &caller);
+                // Linux copies SO_LINGER to the accepted socket: inherit our record of it.
+                return args::value(env, wrap(env, fd, l.s.family, l.s.close_may_block()));
+            }
+            Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
+                stats::ACCEPTS_EAGAIN.incr();
+                return match mode {
+                    Mode::Zero => {
+                        lifecycle::done(env, l.obj, Dir::Read, &caller);
+                        args::error(env, Error::Timeout)
+                    }
+                    Mode::Wait | Mode::Nowait => {
+                        match lifecycle::wait(env, l.obj, l.term, Dir::Read, &caller, handle) {
+                            Ok(()) => Ok(atoms::select().encode(env)),
+                            Err(e) => args::error(env, e),
+                        }
+                    }
+                };
+            }
+            // The connection died in the backlog, or a signal: try the next one.
+            Err(libc::ECONNABORTED) | Err(libc::EINTR) => continue,
+            Err(e) => {
+                tracing::debug!(op = "accept", errno = e);
+                lifecycle::done(env, l.obj, Dir::Read, &caller);
+                return args::error(env, Error::Os(e));
+            }
+        }
+    }
+}
+
+/// connect(S, Addr, Handle, Mode): `ok`, `select` (in progress), `{error, R}`.
+pub fn connect<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    addr: Term<'a>,
+    handle: Term<'a>,
+    mode: Mode,
+) -> NifResult<Term<'a>> {
+    let a = match crate::addr::decode(addr, sock.s.family) {
+        Ok(a) => a,
+        Err(e) => return args::error(env, e),
+    };
+    let caller = args::caller(env)?;
+    let r = match sock.s.with_fd(|fd| syscall::connect(fd, &a)) {
+        Ok(r) => r,
+        Err(e) => return args::error(env, e),
+    };
+    match r {
+        Ok(()) => Ok(atoms::ok().encode(env)),
+        Err(e)
+            if e == libc::EINPROGRESS || (e == libc::EAGAIN && sock.s.family == Family::Local) =>
+        {
+            sock.s.lock().connecting = true;
+            if mode == Mode::Zero {
+                return args::error(env, Error::Timeout);
+            }
+            match lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle) {
+                Ok(()) => Ok(atoms::select().encode(env)),
+                Err(e) => args::error(env, e),
+            }
+        }
+        Err(e) => args::error(env, Error::Os(e)),
+    }
+}
+
+/// Finishes a connect after its select message: reads SO_ERROR.
+pub fn connect_finish<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    let caller = args::caller(env)?;
+    let mut b = [0u8; 4];
+    let r = sock
+        .s
+        .with_fd(|fd| syscall::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ERROR, &mut b));
+    lifecycle::done(env, sock.obj, Dir::Write, &caller);
+    sock.s.lock().connecting = false;
+    match r {
+        Err(e) => args::error(env, e),
+        Ok(Err(e)) => args::error(env, Error::Os(e)),
+        Ok(Ok(_)) => match i32::from_ne_bytes(b) {
+            0 => Ok(atoms::ok().encode(env)),
+            e => args::error(env, Error::Os(e)),
+        },
+    }
+}

@@ -1,0 +1,125 @@
+//! Argument decoders and result encoders shared by the NIFs.
+
+use rustler::{Atom, Decoder, Encoder, Env, NifResult, Term};
+
+use crate::atoms;
+use crate::error::Error;
+use crate::socket::Socket;
+use crate::sys::resource::{Obj, ResArg};
+
+/// A socket argument: the `{'$nifsock', Resource}` term and what it points to.
+#[derive(Clone, Copy)]
+pub struct Sock<'a> {
+    /// The term as the caller passed it (used in select messages).
+    pub term: Term<'a>,
+    /// The resource object.
+    pub obj: Obj,
+    /// The socket in it.
+    pub s: &'a Socket,
+}
+
+impl<'a> Decoder<'a> for Sock<'a> {
+    fn decode(term: Term<'a>) -> NifResult<Self> {
+        let (tag, res): (Atom, Term<'a>) = term.decode()?;
+        if tag != atoms::nifsock_tag() {
+            return Err(rustler::Error::BadArg);
+        }
+        let r: ResArg<'a> = res.decode()?;
+        Ok(Sock {
+            term,
+            obj: r.obj,
+            s: r.socket,
+        })
+    }
+}
+
+/// How a call that would block behaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Mode {
+    /// Part of a blocking call: arm a select, keep partial data inside.
+    Wait,
+    /// `nowait` or a user handle: arm a select, hand partial data back.
+    Nowait,
+    /// Timeout 0: never arm a select.
+    Zero,
+}
+
+impl<'a> Decoder<'a> for Mode {
+    fn decode(term: Term<'a>) -> NifResult<Self> {
+        let a: Atom = term.decode()?;
+        if a == atoms::wait() {
+            Ok(Mode::Wait)
+        } else if a == atoms::nowait() {
+            Ok(Mode::Nowait)
+        } else if a == atoms::zero() {
+            Ok(Mode::Zero)
+        } else {
+            Err(rustler::Error::BadArg)
+        }
+    }
+}
+
+/// Message flags: a list of atoms (OTP's msg_flag()) or integers, OR-ed.
+pub fn msg_flags(term: Term) -> NifResult<i32> {
+    let list: Vec<Term> = term.decode()?;
+    let mut flags = 0;
+    for t in list {
+        if let Ok(i) = t.decode::<i32>() {
+            flags |= i;
+            continue;
+        }
+        let name = t.atom_to_string()?;
+        flags |= match name.as_str() {
+            "oob" => libc::MSG_OOB,
+            "peek" => libc::MSG_PEEK,
+            "dontroute" => libc::MSG_DONTROUTE,
+            "eor" => libc::MSG_EOR,
+            "more" => libc::MSG_MORE,
+            "nosignal" => libc::MSG_NOSIGNAL,
+            "confirm" => libc::MSG_CONFIRM,
+            "trunc" => libc::MSG_TRUNC,
+            "waitall" => libc::MSG_WAITALL,
+            "cmsg_cloexec" => libc::MSG_CMSG_CLOEXEC,
+            "errqueue" => libc::MSG_ERRQUEUE,
+            _ => return Err(rustler::Error::BadArg),
+        };
+    }
+    Ok(flags)
+}
+
+/// `{error, Reason}`; a BadArg error raises badarg instead.
+pub fn error<'a>(env: Env<'a>, e: Error) -> NifResult<Term<'a>> {
+    if e == Error::BadArg {
+        return Err(rustler::Error::BadArg);
+    }
+    Ok((atoms::error(), e).encode(env))
+}
+
+/// `{error, {Reason, Extra}}`, or `{error, Reason}` when there is no extra.
+pub fn error_with<'a>(env: Env<'a>, e: Error, extra: Option<Term<'a>>) -> NifResult<Term<'a>> {
+    match extra {
+        None => error(env, e),
+        Some(x) => Ok((atoms::error(), (e, x)).encode(env)),
+    }
+}
+
+/// `ok`, or `{error, Reason}`.
+pub fn unit<'a>(env: Env<'a>, r: crate::error::Result<()>) -> NifResult<Term<'a>> {
+    match r {
+        Ok(()) => Ok(atoms::ok().encode(env)),
+        Err(e) => error(env, e),
+    }
+}
+
+/// `{ok, V}`, or `{error, Reason}`.
+pub fn value<'a>(env: Env<'a>, r: crate::error::Result<Term<'a>>) -> NifResult<Term<'a>> {
+    match r {
+        Ok(v) => Ok((atoms::ok(), v).encode(env)),
+        Err(e) => error(env, e),
+    }
+}
+
+/// The calling process's pid (every NIF runs in one).
+pub fn caller(env: Env) -> NifResult<rustler::sys::ErlNifPid> {
+    crate::sys::msg::self_pid(env).ok_or(rustler::Error::BadArg)
+}

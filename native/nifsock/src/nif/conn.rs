@@ -1,0 +1,125 @@
+//! NIFs that make, connect and end sockets.
+
+use rustler::{Atom, Encoder, Env, NifResult, Term};
+
+use crate::addr::{self, Family};
+use crate::atoms;
+use crate::conn;
+use crate::error::Error;
+use crate::lifecycle::{self, Closed, Ctx};
+use crate::nif::args::{self, Mode, Sock};
+use crate::sys::syscall;
+
+fn protocol(family: Family, p: Term) -> Option<i32> {
+    if let Ok(i) = p.decode::<i32>() {
+        return Some(i);
+    }
+    let a: Atom = p.decode().ok()?;
+    if a == atoms::default() {
+        Some(0)
+    } else if a == atoms::tcp() && family != Family::Local {
+        Some(libc::IPPROTO_TCP)
+    } else {
+        None
+    }
+}
+
+#[rustler::nif]
+fn open<'a>(env: Env<'a>, family: Atom, ty: Atom, proto: Term<'a>) -> NifResult<Term<'a>> {
+    let Some(family) = Family::from_atom(family) else {
+        return args::error(env, Error::Invalid("domain"));
+    };
+    if ty != atoms::stream() {
+        return args::error(env, Error::Invalid("type"));
+    }
+    let Some(proto) = protocol(family, proto) else {
+        return args::error(env, Error::Invalid("protocol"));
+    };
+    args::value(env, conn::open(env, family, proto))
+}
+
+#[rustler::nif]
+fn adopt(env: Env<'_>, fd: i32, dup: bool) -> NifResult<Term<'_>> {
+    if fd < 0 {
+        return args::error(env, Error::Invalid("fd"));
+    }
+    args::value(env, conn::adopt(env, fd, dup))
+}
+
+#[rustler::nif]
+fn bind<'a>(env: Env<'a>, sock: Sock<'a>, a: Term<'a>) -> NifResult<Term<'a>> {
+    let r = addr::decode(a, sock.s.family).and_then(|a| {
+        sock.s
+            .with_fd(|fd| syscall::bind(fd, &a))?
+            .map_err(Error::Os)
+    });
+    args::unit(env, r)
+}
+
+#[rustler::nif]
+fn listen<'a>(env: Env<'a>, sock: Sock<'a>, backlog: i32) -> NifResult<Term<'a>> {
+    let r = sock
+        .s
+        .with_fd(|fd| syscall::listen(fd, backlog))
+        .and_then(|r| r.map_err(Error::Os));
+    if r.is_ok() {
+        sock.s.lock().listening = true;
+    }
+    args::unit(env, r)
+}
+
+#[rustler::nif]
+fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> NifResult<Term<'a>> {
+    conn::accept(env, l, handle, mode)
+}
+
+#[rustler::nif]
+fn connect<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    a: Term<'a>,
+    handle: Term<'a>,
+    mode: Mode,
+) -> NifResult<Term<'a>> {
+    conn::connect(env, sock, a, handle, mode)
+}
+
+#[rustler::nif]
+fn connect_finish<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    conn::connect_finish(env, sock)
+}
+
+/// close: `ok`, `{error, closed}`, or `linger` (call finish_close, a dirty NIF).
+#[rustler::nif]
+fn close<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    match lifecycle::close(Ctx::Nif(env), sock.obj) {
+        Ok(Closed::Done) => Ok(atoms::ok().encode(env)),
+        Ok(Closed::Lingering) => Ok(atoms::linger().encode(env)),
+        Err(e) => args::error(env, e),
+    }
+}
+
+/// The blocking half of a lingering close, on a dirty I/O scheduler.
+#[rustler::nif(schedule = "DirtyIo")]
+fn finish_close<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    lifecycle::finish_lingering_close(sock.obj);
+    Ok(atoms::ok().encode(env))
+}
+
+#[rustler::nif]
+fn shutdown<'a>(env: Env<'a>, sock: Sock<'a>, how: Atom) -> NifResult<Term<'a>> {
+    let how = if how == atoms::read() {
+        libc::SHUT_RD
+    } else if how == atoms::write() {
+        libc::SHUT_WR
+    } else if how == atoms::read_write() {
+        libc::SHUT_RDWR
+    } else {
+        return args::error(env, Error::Invalid("how"));
+    };
+    let r = sock
+        .s
+        .with_fd(|fd| syscall::shutdown(fd, how))
+        .and_then(|r| r.map_err(Error::Os));
+    args::unit(env, r)
+}

@@ -1,0 +1,61 @@
+//! NIFs that move bytes and manage waits.
+
+use rustler::{Atom, Encoder, Env, NifResult, Term};
+
+use crate::atoms;
+use crate::error::Error;
+use crate::lifecycle::{self, Cancelled};
+use crate::nif::args::{self, Mode, Sock};
+use crate::sys::select::Dir;
+use crate::{recv, send};
+
+#[rustler::nif]
+fn recv<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    len: Term<'a>,
+    flags: Term<'a>,
+    handle: Term<'a>,
+    mode: Mode,
+) -> NifResult<Term<'a>> {
+    let len: usize = len.decode().map_err(|_| rustler::Error::BadArg)?;
+    let flags = args::msg_flags(flags)?;
+    recv::recv(env, sock, len, flags, handle, mode)
+}
+
+#[rustler::nif]
+fn take_partial<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
+    recv::take_partial(env, sock)
+}
+
+#[rustler::nif]
+fn send<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    iov: Term<'a>,
+    flags: Term<'a>,
+    handle: Term<'a>,
+    mode: Mode,
+) -> NifResult<Term<'a>> {
+    let flags = args::msg_flags(flags)?;
+    send::send(env, sock, iov, flags, handle, mode)
+}
+
+/// cancel(S, Op, Handle): `ok`, `select_sent` (flush the message), `not_found`, `{error, closed}`.
+#[rustler::nif]
+fn cancel<'a>(env: Env<'a>, sock: Sock<'a>, op: Atom, handle: Term<'a>) -> NifResult<Term<'a>> {
+    let dir = if op == atoms::recv() || op == atoms::accept() {
+        Dir::Read
+    } else if op == atoms::send() || op == atoms::connect() {
+        Dir::Write
+    } else {
+        return args::error(env, Error::Invalid("select_info"));
+    };
+    let caller = args::caller(env)?;
+    match lifecycle::cancel(env, sock.obj, dir, &caller, handle) {
+        Ok(Cancelled::Ok) => Ok(atoms::ok().encode(env)),
+        Ok(Cancelled::SelectSent) => Ok(atoms::select_sent().encode(env)),
+        Ok(Cancelled::NotFound) => Ok(atoms::not_found().encode(env)),
+        Err(e) => args::error(env, e),
+    }
+}

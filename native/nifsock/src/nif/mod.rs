@@ -1,0 +1,7 @@
+//! The `#[rustler::nif]` entry points of `nifsock_nif`: decode, call, encode.
+
+pub mod args;
+pub mod conn;
+pub mod io;
+pub mod misc;
+pub mod opt;

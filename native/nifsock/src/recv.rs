@@ -1,0 +1,185 @@
+//! recv: read into the per-thread scratch buffer and copy exactly the bytes
+//! read into a right-sized binary; an exact-length read that doesn't complete
+//! at once continues straight into its result binary, allocated once.
+
+use std::os::fd::RawFd;
+
+use rustler::{Binary, Encoder, Env, NewBinary, NifResult, OwnedBinary, Term};
+
+use crate::atoms;
+use crate::error::Error;
+use crate::lifecycle;
+use crate::nif::args::{self, Mode, Sock};
+use crate::scratch;
+use crate::socket::Partial;
+use crate::stats;
+use crate::sys::select::Dir;
+use crate::sys::syscall;
+
+/// Most syscalls one recv call makes before yielding back to Erlang.
+const MAX_READS_PER_CALL: usize = 8;
+
+enum Read<'a> {
+    Complete(Term<'a>),
+    Progress,
+    WouldBlock,
+    Eof,
+    Failed(i32),
+}
+
+fn is_would_block(e: i32) -> bool {
+    e == libc::EAGAIN || e == libc::EWOULDBLOCK
+}
+
+fn read_once<'a>(
+    env: Env<'a>,
+    fd: RawFd,
+    len: usize,
+    flags: i32,
+    rcvbuf: usize,
+    partial: &mut Option<Partial>,
+) -> Read<'a> {
+    if let Some(p) = partial {
+        let Some(dst) = p.buf.as_mut_slice().get_mut(p.filled..) else {
+            return Read::Failed(libc::EINVAL);
+        };
+        return match syscall::recv(fd, dst, flags) {
+            Ok(0) => Read::Eof,
+            Ok(n) => {
+                stats::READS.incr();
+                stats::BYTES_IN.add(n as u64);
+                p.filled += n;
+                if p.filled >= len {
+                    match partial.take() {
+                        Some(p) => Read::Complete(Binary::from_owned(p.buf, env).to_term(env)),
+                        None => Read::Failed(libc::EINVAL),
+                    }
+                } else {
+                    Read::Progress
+                }
+            }
+            Err(e) if is_would_block(e) => Read::WouldBlock,
+            Err(libc::EINTR) => Read::Progress,
+            Err(e) => Read::Failed(e),
+        };
+    }
+    let want = if len == 0 {
+        rcvbuf
+    } else {
+        len.min(scratch::CAP)
+    };
+    let r = scratch::with(want, |buf| match syscall::recv(fd, buf, flags) {
+        Ok(0) if want > 0 => Read::Eof,
+        Ok(n) => {
+            stats::READS.incr();
+            stats::BYTES_IN.add(n as u64);
+            let got = buf.get(..n).unwrap_or(&[]);
+            if len == 0 || n >= len || flags & libc::MSG_PEEK != 0 {
+                let mut bin = NewBinary::new(env, got.len());
+                bin.as_mut_slice().copy_from_slice(got);
+                Read::Complete(bin.into())
+            } else {
+                let mut owned = OwnedBinary::new(len);
+                if let Some(dst) = owned.as_mut_slice().get_mut(..n) {
+                    dst.copy_from_slice(got);
+                }
+                *partial = Some(Partial {
+                    buf: owned,
+                    filled: n,
+                });
+                Read::Progress
+            }
+        }
+        Err(e) if is_would_block(e) => Read::WouldBlock,
+        Err(libc::EINTR) => Read::Progress,
+        Err(e) => Read::Failed(e),
+    });
+    r.unwrap_or(Read::Failed(libc::EBUSY))
+}
+
+/// The bytes of a partial read as a binary term.
+pub fn partial_term<'a>(env: Env<'a>, p: Option<Partial>) -> Option<Term<'a>> {
+    let p = p.filter(|p| p.filled > 0)?;
+    let filled = p.filled;
+    let bin = Binary::from_owned(p.buf, env);
+    Some(bin.make_subbinary(0, filled).unwrap_or(bin).to_term(env))
+}
+
+/// recv(Sock, Len, Flags, Handle, Mode). See nifsock.erl for the protocol.
+pub fn recv<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    len: usize,
+    flags: i32,
+    handle: Term<'a>,
+    mode: Mode,
+) -> NifResult<Term<'a>> {
+    let s = sock.s;
+    let caller = args::caller(env)?;
+    let peek = flags & libc::MSG_PEEK != 0;
+    let mut partial = if len > 0 && !peek {
+        s.lock().partial.take()
+    } else {
+        None
+    };
+    let mut reads = 0;
+    loop {
+        let outcome = match s.with_fd(|fd| read_once(env, fd, len, flags, s.rcvbuf(), &mut partial))
+        {
+            Ok(r) => r,
+            Err(e) => return args::error_with(env, e, partial_term(env, partial)),
+        };
+        match outcome {
+            Read::Complete(t) => {
+                lifecycle::done(env, sock.obj, Dir::Read, &caller);
+                return Ok((atoms::ok(), t).encode(env));
+            }
+            Read::Progress => {
+                reads += 1;
+                if reads >= MAX_READS_PER_CALL {
+                    s.lock().partial = partial;
+                    return Ok(atoms::more().encode(env));
+                }
+            }
+            Read::WouldBlock => break,
+            Read::Eof => {
+                lifecycle::done(env, sock.obj, Dir::Read, &caller);
+                return args::error_with(env, Error::Closed, partial_term(env, partial));
+            }
+            Read::Failed(e) => {
+                lifecycle::done(env, sock.obj, Dir::Read, &caller);
+                return args::error_with(env, Error::Os(e), partial_term(env, partial));
+            }
+        }
+    }
+    stats::READS_EAGAIN.incr();
+    match mode {
+        Mode::Zero => {
+            lifecycle::done(env, sock.obj, Dir::Read, &caller);
+            args::error_with(env, Error::Timeout, partial_term(env, partial))
+        }
+        Mode::Nowait => {
+            if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, &caller, handle) {
+                return args::error_with(env, e, partial_term(env, partial));
+            }
+            Ok(match partial_term(env, partial) {
+                Some(t) => (atoms::select(), t).encode(env),
+                None => atoms::select().encode(env),
+            })
+        }
+        Mode::Wait => {
+            if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, &caller, handle) {
+                return args::error_with(env, e, partial_term(env, partial));
+            }
+            s.lock().partial = partial;
+            Ok(atoms::select().encode(env))
+        }
+    }
+}
+
+/// Takes the bytes of an unfinished recv(S, N) out of the socket (after a
+/// timeout or an abort): `<<>>` when there are none.
+pub fn take_partial<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
+    let p = sock.s.lock().partial.take();
+    partial_term(env, p).unwrap_or_else(|| NewBinary::new(env, 0).into())
+}

@@ -1,0 +1,204 @@
+//! The socket resource: fd ownership, the open → closing → closed state under
+//! one short mutex, and the processes waiting for readiness.
+//!
+//! Locks: `state` (waiters, phase) and `fd` (see `fd_cell`). `state` is never held while `fd` is locked for writing, nor while calling
+//! enif_select(STOP) (its direct stop callback takes `state`).
+
+use std::collections::VecDeque;
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, MutexGuard};
+
+use rustler::sys::ErlNifPid;
+use rustler::OwnedBinary;
+
+use crate::addr::Family;
+pub use crate::fd_cell::FdCell;
+use crate::scratch;
+use crate::stats;
+use crate::sys::handles::{HandleStore, Saved};
+use crate::sys::msg::Monitor;
+use crate::sys::select::Dir;
+use crate::sys::syscall;
+
+/// Lifecycle of a socket.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// Usable.
+    Open,
+    /// close started: no new waits; the fd is being stopped/closed.
+    Closing,
+    /// The fd is closed (or handed to a closer).
+    Closed,
+}
+
+/// A process waiting for readiness, with the handle its messages carry.
+#[derive(Debug)]
+pub struct Waiter {
+    /// Who waits.
+    pub pid: ErlNifPid,
+    /// The select handle (saved in the socket's handle store).
+    pub handle: Saved,
+    /// A monitor, held only while others queue behind this waiter.
+    pub mon: Option<Monitor>,
+}
+
+/// The waiters of one direction: the one whose select is armed, then a FIFO.
+#[derive(Debug, Default)]
+pub struct Waiters {
+    /// Armed.
+    pub current: Option<Waiter>,
+    /// Queued behind `current`, activated one by one.
+    pub queue: VecDeque<Waiter>,
+}
+
+impl Waiters {
+    fn is_empty(&self) -> bool {
+        self.current.is_none() && self.queue.is_empty()
+    }
+}
+
+/// A recv(S, N) in progress: the result binary, filled so far.
+pub struct Partial {
+    /// Exactly N bytes.
+    pub buf: OwnedBinary,
+    /// Bytes received.
+    pub filled: usize,
+}
+
+/// Everything under the state mutex.
+pub struct State {
+    /// Lifecycle.
+    pub phase: Phase,
+    /// The fd has been given to enif_select: it must be stopped before close.
+    pub selected: bool,
+    /// The controlling process.
+    pub owner: ErlNifPid,
+    /// Monitor on the owner: its death closes the socket.
+    pub owner_mon: Option<Monitor>,
+    /// recv/accept waiters.
+    pub readers: Waiters,
+    /// send/connect waiters.
+    pub writers: Waiters,
+    /// Saved select handles.
+    pub handles: HandleStore,
+    /// A partial recv(S, N).
+    pub partial: Option<Partial>,
+    /// An fd the stop callback took while close(2) may block, for the caller to
+    /// close off the normal schedulers.
+    pub pending_close: Option<RawFd>,
+    /// listen/2 was called.
+    pub listening: bool,
+    /// A nonblocking connect is in progress.
+    pub connecting: bool,
+}
+
+impl State {
+    /// The waiters of `dir`.
+    pub fn waiters(&mut self, dir: Dir) -> &mut Waiters {
+        match dir {
+            Dir::Read => &mut self.readers,
+            Dir::Write => &mut self.writers,
+        }
+    }
+
+    fn no_waiters(&self) -> bool {
+        self.readers.is_empty() && self.writers.is_empty()
+    }
+
+    /// Forgets saved handles when nobody waits any more.
+    pub fn compact(&mut self) {
+        if self.no_waiters() {
+            self.handles.clear();
+        }
+    }
+}
+
+/// One socket.
+pub struct Socket {
+    /// The fd.
+    pub fd: FdCell,
+    /// Its address family.
+    pub family: Family,
+    /// SO_LINGER is on with a positive timeout: close(2) may block.
+    close_may_block: AtomicBool,
+    /// Most bytes one recv(S, 0) returns (`{otp, rcvbuf}`).
+    rcvbuf: AtomicUsize,
+    state: Mutex<State>,
+}
+
+impl Socket {
+    /// A socket owning `fd`, controlled by `owner`.
+    pub fn new(fd: RawFd, family: Family, owner: ErlNifPid, close_may_block: bool) -> Socket {
+        stats::SOCKETS.up();
+        Socket {
+            fd: FdCell::new(fd),
+            family,
+            close_may_block: AtomicBool::new(close_may_block),
+            rcvbuf: AtomicUsize::new(scratch::CAP),
+            state: Mutex::new(State {
+                phase: Phase::Open,
+                selected: false,
+                owner,
+                owner_mon: None,
+                readers: Waiters::default(),
+                writers: Waiters::default(),
+                handles: HandleStore::default(),
+                partial: None,
+                pending_close: None,
+                listening: false,
+                connecting: false,
+            }),
+        }
+    }
+
+    /// Locks the state (a poisoned lock is still usable: no invariant spans a panic).
+    pub fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Runs `f` on the fd while no one can close it; Err(Closed) once it is gone.
+    pub fn with_fd<R>(&self, f: impl FnOnce(RawFd) -> R) -> crate::error::Result<R> {
+        self.fd.with(f).ok_or(crate::error::Error::Closed)
+    }
+
+    /// Whether close(2) may block.
+    pub fn close_may_block(&self) -> bool {
+        self.close_may_block.load(Ordering::Relaxed)
+    }
+
+    /// Records the linger state after a successful setsockopt(SO_LINGER).
+    pub fn set_close_may_block(&self, v: bool) {
+        self.close_may_block.store(v, Ordering::Relaxed);
+    }
+
+    /// `{otp, rcvbuf}`.
+    pub fn rcvbuf(&self) -> usize {
+        self.rcvbuf.load(Ordering::Relaxed)
+    }
+
+    /// Sets `{otp, rcvbuf}`.
+    pub fn set_rcvbuf(&self, n: usize) {
+        self.rcvbuf.store(n, Ordering::Relaxed);
+    }
+
+    /// Takes the fd and closes it here unless close(2) may block; then the fd is
+    /// returned for the caller to close off the normal schedulers.
+    pub fn take_and_close_nonblocking(&self) -> Option<RawFd> {
+        let fd = self.fd.take()?;
+        if self.close_may_block() {
+            return Some(fd);
+        }
+        tracing::trace!(fd, op = "close", "inline");
+        syscall::close(fd);
+        stats::CLOSES_INLINE.incr();
+        stats::FDS.down();
+        None
+    }
+}
+
+impl Drop for Socket {
+    fn drop(&mut self) {
+        stats::SOCKETS.down();
+    }
+}

@@ -1,0 +1,142 @@
+//! Processes: the caller's pid, monitors on socket objects, and sending
+//! messages from NIFs and from callbacks (whose envs are not process-bound).
+
+use std::mem::MaybeUninit;
+
+use rustler::sys::{
+    enif_alloc_env, enif_compare_monitors, enif_demonitor_process, enif_free_env,
+    enif_monitor_process, enif_self, enif_send, ErlNifEnv, ErlNifMonitor, ErlNifPid, ErlNifTerm,
+};
+use rustler::{Env, LocalPid, Term};
+
+use super::env::EnvRef;
+use super::resource::Obj;
+
+/// A monitor held by a socket object on a process.
+#[derive(Clone, Copy, Debug)]
+pub struct Monitor(ErlNifMonitor);
+
+impl PartialEq for Monitor {
+    fn eq(&self, other: &Self) -> bool {
+        // SAFETY: both point to initialised monitors for the duration of the call.
+        unsafe { enif_compare_monitors(&self.0, &other.0) == 0 }
+    }
+}
+
+impl Monitor {
+    /// Wraps a monitor ERTS handed to a down callback.
+    pub fn from_raw(mon: ErlNifMonitor) -> Monitor {
+        Monitor(mon)
+    }
+}
+
+/// Compares two pids for identity.
+pub fn same_pid(a: &ErlNifPid, b: &ErlNifPid) -> bool {
+    LocalPid::from_c_arg(*a) == LocalPid::from_c_arg(*b)
+}
+
+/// The pid of the process calling the NIF (None off a process env).
+pub fn self_pid(env: Env) -> Option<ErlNifPid> {
+    let mut pid = MaybeUninit::<ErlNifPid>::uninit();
+    // SAFETY: env is the NIF's own env; pid is a valid out-pointer, initialised
+    // when enif_self returns non-NULL.
+    unsafe {
+        if enif_self(env.as_c_arg(), pid.as_mut_ptr()).is_null() {
+            None
+        } else {
+            Some(pid.assume_init())
+        }
+    }
+}
+
+/// Decodes a local pid term.
+pub fn pid_of(term: Term) -> Option<ErlNifPid> {
+    term.decode::<LocalPid>().ok().map(|p| *p.as_c_arg())
+}
+
+/// A pid as a term.
+pub fn pid_term<'a>(env: Env<'a>, pid: &ErlNifPid) -> Term<'a> {
+    rustler::Encoder::encode(&LocalPid::from_c_arg(*pid), env)
+}
+
+/// Makes `obj` monitor `pid`. None if the process is not alive.
+pub fn monitor(env: EnvRef, obj: Obj, pid: &ErlNifPid) -> Option<Monitor> {
+    let mut mon = MaybeUninit::<ErlNifMonitor>::uninit();
+    // SAFETY: obj is a live resource of a type with a down callback; pid and mon
+    // are valid pointers; mon is initialised when the call returns 0.
+    unsafe {
+        if enif_monitor_process(env.raw(), obj.as_ptr(), pid, mon.as_mut_ptr()) == 0 {
+            Some(Monitor(mon.assume_init()))
+        } else {
+            None
+        }
+    }
+}
+
+/// Removes a monitor set by [`monitor`]. Harmless if it already fired.
+pub fn demonitor(env: EnvRef, obj: Obj, mon: &Monitor) {
+    // SAFETY: obj is a live resource and mon a monitor created on it.
+    unsafe {
+        enif_demonitor_process(env.raw(), obj.as_ptr(), &mon.0);
+    }
+}
+
+/// Sends `msg` (a term of the NIF's own env) to `pid`.
+pub fn send(env: Env, pid: &ErlNifPid, msg: Term) -> bool {
+    // SAFETY: env is the calling process's env and msg lives in it (msg_env NULL).
+    unsafe { enif_send(env.as_c_arg(), pid, std::ptr::null_mut(), msg.as_c_arg()) != 0 }
+}
+
+/// A process-independent env for building messages outside a NIF call (in
+/// callbacks). Freed on drop.
+pub struct MsgEnv(*mut ErlNifEnv);
+
+impl MsgEnv {
+    /// Allocates a new env.
+    pub fn new() -> Option<MsgEnv> {
+        // SAFETY: enif_alloc_env has no preconditions.
+        let env = unsafe { enif_alloc_env() };
+        if env.is_null() {
+            None
+        } else {
+            Some(MsgEnv(env))
+        }
+    }
+
+    /// The raw env, to build terms in.
+    pub fn raw(&self) -> *mut ErlNifEnv {
+        self.0
+    }
+
+    /// An `Env` view, to use Rustler encoders.
+    pub fn with<R>(&self, f: impl for<'a> FnOnce(Env<'a>) -> R) -> R {
+        let marker = ();
+        // SAFETY: the env is valid until self is dropped, and the closure can't
+        // keep terms past it (the lifetime is local to the closure).
+        let env = unsafe { Env::new(&marker, self.0) };
+        f(env)
+    }
+
+    /// Sends `msg` (built in this env) to `pid`; `caller` is the callback's env or NULL.
+    /// The env is emptied by the send (ERTS clears it).
+    pub fn send(&self, caller: EnvRef, pid: &ErlNifPid, msg: ErlNifTerm) -> bool {
+        // SAFETY: msg was built in self.0; caller is a callback env or NULL, both allowed.
+        unsafe { enif_send(caller.raw(), pid, self.0, msg) != 0 }
+    }
+}
+
+impl Drop for MsgEnv {
+    fn drop(&mut self) {
+        // SAFETY: allocated by enif_alloc_env in `new`, freed once.
+        unsafe { enif_free_env(self.0) };
+    }
+}
+
+/// Runs `f` with an `Env` view of a raw env a callback was given.
+pub fn with_raw_env<R>(raw: EnvRef, f: impl for<'a> FnOnce(Env<'a>) -> R) -> R {
+    let marker = ();
+    // SAFETY: raw is the env ERTS passed to the running callback, valid for its
+    // duration; terms made through it can't escape the closure.
+    let env = unsafe { Env::new(&marker, raw.raw()) };
+    f(env)
+}

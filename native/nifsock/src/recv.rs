@@ -80,6 +80,7 @@ fn read_once<'a>(
                 Read::Complete(bin.into())
             } else {
                 let mut owned = OwnedBinary::new(len);
+                stats::EXACT_ALLOCS.incr();
                 if let Some(dst) = owned.as_mut_slice().get_mut(..n) {
                     dst.copy_from_slice(got);
                 }

@@ -71,6 +71,9 @@ pub static CLOSES_INLINE: Counter = Counter::new();
 pub static CLOSES_DIRTY: Counter = Counter::new();
 /// Lingering closes handed to the closer thread (from callbacks).
 pub static CLOSES_DEFERRED: Counter = Counter::new();
+/// Result binaries allocated up front for a recv(S, N) that didn't complete
+/// in one read (later reads go straight into them).
+pub static EXACT_ALLOCS: Counter = Counter::new();
 /// Selects armed (enif_select_x READ or WRITE).
 pub static SELECTS: Counter = Counter::new();
 /// setsockopt calls made.
@@ -95,8 +98,14 @@ pub fn snapshot() -> Vec<(&'static str, i64)> {
         ("closes_inline", c(&CLOSES_INLINE)),
         ("closes_dirty", c(&CLOSES_DIRTY)),
         ("closes_deferred", c(&CLOSES_DEFERRED)),
+        ("exact_allocs", c(&EXACT_ALLOCS)),
         ("selects", c(&SELECTS)),
         ("setsockopts", c(&SETSOCKOPTS)),
         ("getsockopts", c(&GETSOCKOPTS)),
+        // ERTS counts resource objects as binary memory: this is ours, per socket.
+        (
+            "socket_object_bytes",
+            i64::try_from(crate::sys::resource::ALLOC_SIZE).unwrap_or(0),
+        ),
     ]
 }

@@ -94,7 +94,7 @@ pub fn register(env: Env, callbacks: &'static Callbacks) -> bool {
 }
 
 /// Bytes to ask `enif_alloc_resource` for: room to align a `Socket` inside it.
-const ALLOC_SIZE: usize = size_of::<Socket>() + align_of::<Socket>();
+pub const ALLOC_SIZE: usize = size_of::<Socket>() + align_of::<Socket>();
 
 fn aligned(obj: *mut c_void) -> *mut Socket {
     let addr = obj as usize;

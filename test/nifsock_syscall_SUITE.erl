@@ -1,0 +1,488 @@
+%% @doc Proves nifsock's syscall-level mechanisms by counting real system calls
+%% (strace attached to a peer node) and by watching schedulers and memory:
+%% accept4 without fcntl or sockopts, one setsockopt per option, the IP_TOS
+%% rule, inline closes, lingering closes off the normal schedulers, idle
+%% sockets holding no buffer, iolists sent with one sendmsg, exact-length
+%% reads allocating one binary.
+-module(nifsock_syscall_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, suite/0, init_per_suite/1, end_per_suite/1]).
+-export([syscall_churn_per_connection/1, syscall_setopt_one_call/1,
+         syscall_tos_keeps_priority/1, syscall_iolist_one_sendmsg/1,
+         syscall_close_inline_without_linger/1, syscall_linger_close_off_schedulers/1,
+         syscall_linger_owner_death_off_schedulers/1, syscall_linger_gc_off_schedulers/1,
+         syscall_linger_inherited_by_accepted/1, syscall_idle_sockets_hold_no_buffer/1,
+         syscall_exact_recv_one_binary/1]).
+%% run inside the peer node
+-export([churn_server/3, setopt_loop/2, tos_scenario/0, iolist_scenario/1,
+         linger_scenario/1, idle_server/2]).
+
+-define(CONNS, 512).  % 8 client processes x 64
+-define(REQ, <<"GET / HTTP/1.0\r\n\r\n">>).
+-define(REPLY, <<"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok">>).
+
+suite() -> [{timetrap, {minutes, 5}}].
+
+all() ->
+    [syscall_churn_per_connection, syscall_setopt_one_call, syscall_tos_keeps_priority,
+     syscall_iolist_one_sendmsg, syscall_close_inline_without_linger,
+     syscall_linger_close_off_schedulers, syscall_linger_owner_death_off_schedulers,
+     syscall_linger_gc_off_schedulers, syscall_linger_inherited_by_accepted,
+     syscall_idle_sockets_hold_no_buffer, syscall_exact_recv_one_binary].
+
+init_per_suite(Config) ->
+    case os:find_executable("strace") of
+        false -> {skip, no_strace};
+        Strace -> [{strace, Strace} | Config]
+    end.
+
+end_per_suite(_Config) -> ok.
+
+%%% ------------------------------------------------------------------
+%%% Cases
+
+%% @doc 512 connections accepted, one request read, one reply written, closed:
+%% per connection 1 accept4, 0 accept, 0 fcntl, 0 get/setsockopt, 1 close,
+%% 1 recvfrom returning the request (+ at most one EAGAIN), 1 sendmsg.
+syscall_churn_per_connection(Config) ->
+    Nif = churn_counts(Config, nifsock),
+    Otp = churn_counts(Config, socket),
+    ct:pal("per ~p connections~nnifsock: ~p~nsocket:  ~p", [?CONNS, Nif, Otp]),
+    ok = file:write_file(filename:join(?config(priv_dir, Config), "churn_counts.txt"),
+                         io_lib:format("~p.~n~p.~n", [Nif, Otp])),
+    ?assertEqual(?CONNS, ok_calls(accept4, Nif)),
+    ?assertEqual(0, calls(accept, Nif)),
+    ?assertEqual(0, calls(fcntl, Nif)),
+    ?assertEqual(0, calls(getsockopt, Nif)),
+    ?assertEqual(0, calls(setsockopt, Nif)),
+    %% recvfrom: one per request; the peer's distribution link (inet_drv) adds
+    %% a few reads of its own, so allow a small margin above the count
+    ?assert(ok_calls(recvfrom, Nif) >= ?CONNS andalso ok_calls(recvfrom, Nif) =< ?CONNS + 16),
+    ?assert(errors(recvfrom, Nif) =< ?CONNS),
+    %% nifsock sends with sendmsg only: one per reply
+    ?assertEqual(?CONNS, calls(sendmsg, Nif)),
+    %% close: one per connection (a few more are tolerated for the VM's own files)
+    ?assert(calls(close, Nif) >= ?CONNS andalso calls(close, Nif) =< ?CONNS + 5).
+
+%% @doc reuseaddr / nodelay / keepalive: exactly one setsockopt and no getsockopt each.
+syscall_setopt_one_call(Config) ->
+    [begin
+         Counts = traced(Config, ?MODULE, setopt_loop, [Opt, 100]),
+         ct:pal("~p x100: ~p", [Opt, Counts]),
+         ?assertEqual(100, calls(setsockopt, Counts)),
+         ?assertEqual(0, calls(getsockopt, Counts))
+     end || Opt <- [{socket, reuseaddr}, {tcp, nodelay}, {socket, keepalive}]],
+    ok.
+
+%% @doc {ip, tos}: 1 getsockopt(SO_PRIORITY) + 1 or 2 setsockopt, and the
+%% priority the caller set survives; TCP_NODELAY doesn't touch TOS.
+syscall_tos_keeps_priority(Config) ->
+    Counts = traced(Config, ?MODULE, tos_scenario, []),
+    ct:pal("tos: ~p", [Counts]),
+    %% scenario: setopt priority (1 set), setopt tos (1 get + 1..2 set),
+    %% nodelay (1 set), then two getopts to read priority and tos back (2 get)
+    ?assertEqual(1 + 2, calls(getsockopt, Counts)),
+    Sets = calls(setsockopt, Counts),
+    ?assert(Sets >= 3 andalso Sets =< 4),
+    {ok, {Prio, Tos}} = peer_call(Config, ?MODULE, tos_scenario, []),
+    ?assertEqual(3, Prio),
+    ?assertEqual(16#10, Tos).
+
+%% @doc A 10-element iolist goes out with one sendmsg.
+syscall_iolist_one_sendmsg(Config) ->
+    {Port, Collect} = sink(),
+    Counts = traced(Config, ?MODULE, iolist_scenario, [Port]),
+    Got = Collect(),
+    ct:pal("iolist: ~p", [Counts]),
+    ?assertEqual(1, calls(sendmsg, Counts)),
+    ?assertEqual(iolist_to_binary(iolist()), Got).
+
+%% @doc Without linger, close runs inline: closes_inline + 1, no dirty close.
+syscall_close_inline_without_linger(_Config) ->
+    {ok, L} = listener(),
+    {ok, C} = connect_to(L),
+    {ok, A} = nifsock:accept(L, 1000),
+    Before = nifsock:info(),
+    ok = nifsock:close(A),
+    After = nifsock:info(),
+    ?assertEqual(1, delta(closes_inline, Before, After)),
+    ?assertEqual(0, delta(closes_dirty, Before, After)),
+    ?assertEqual(0, delta(closes_deferred, Before, After)),
+    ok = nifsock:close(C), ok = nifsock:close(L).
+
+%% @doc With linger {true, 2} and unacknowledged data, close runs on a dirty
+%% I/O scheduler and a probe on the (single) normal scheduler sees no gap over 500 ms.
+syscall_linger_close_off_schedulers(Config) ->
+    linger_case(Config, close, closes_dirty).
+
+%% @doc Same when the owner is killed instead of calling close.
+syscall_linger_owner_death_off_schedulers(Config) ->
+    linger_case(Config, kill_owner, closes_deferred).
+
+%% @doc Same when the socket is garbage-collected while its owner lives.
+syscall_linger_gc_off_schedulers(Config) ->
+    linger_case(Config, gc, closes_deferred).
+
+%% @doc Linux copies SO_LINGER to accepted sockets: nifsock's record follows.
+syscall_linger_inherited_by_accepted(_Config) ->
+    {ok, L} = listener(),
+    ok = nifsock:setopt(L, {socket, linger}, #{onoff => true, linger => 3}),
+    {ok, C} = connect_to(L),
+    {ok, A} = nifsock:accept(L, 1000),
+    ?assertEqual({ok, #{onoff => true, linger => 3}}, nifsock:getopt(A, {socket, linger})),
+    ?assertMatch(#{close_may_block := true}, nifsock:info(A)),
+    ok = nifsock:setopt(A, {socket, linger}, #{onoff => false, linger => 0}),
+    ?assertMatch(#{close_may_block := false}, nifsock:info(A)),
+    [ok = nifsock:close(S) || S <- [A, C, L]],
+    ok.
+
+%% @doc 10,000 idle connections each with a process in recv(S, 0): binary memory
+%% grows by less than 64 bytes per connection beyond the socket objects
+%% themselves (ERTS counts resource objects as binary memory): no read buffer.
+syscall_idle_sockets_hold_no_buffer(Config) ->
+    N = 10000,
+    {Peer, Node} = start_peer(Config, []),
+    {ok, Port} = rpc:call(Node, ?MODULE, idle_server, [self(), N]),
+    Conns = [begin
+                 {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+                 S
+             end || _ <- lists:seq(1, N)],
+    receive {idle_result, Result} -> ok after 120000 -> Result = timeout end,
+    ct:pal("idle: ~p", [Result]),
+    {BinBefore, BinAfter, Waiting, ObjectBytes} = Result,
+    ?assertEqual(N, Waiting),
+    PerConn = (BinAfter - BinBefore) / N,
+    Beyond = PerConn - ObjectBytes,
+    ct:pal("binary bytes per idle connection: ~.2f (socket object ~.2f, beyond it ~.2f)",
+           [PerConn, ObjectBytes, Beyond]),
+    ?assert(Beyond < 64),
+    [gen_tcp:close(S) || S <- Conns],
+    peer:stop(Peer).
+
+%% @doc recv(S, 1 MiB) fed in pieces allocates one result binary (exact_allocs + 1)
+%% and returns exactly the bytes sent.
+syscall_exact_recv_one_binary(_Config) ->
+    {ok, L} = listener(),
+    {ok, C} = connect_to(L),
+    {ok, A} = nifsock:accept(L, 1000),
+    Size = 1 bsl 20,
+    Data = crypto:strong_rand_bytes(Size),
+    Before = nifsock:info(),
+    Sender = spawn_link(fun() -> send_chunks(C, Data, 8192) end),
+    {ok, Got} = nifsock:recv(A, Size, 10000),
+    After = nifsock:info(),
+    ?assertEqual(Data, Got),
+    ?assertEqual(1, delta(exact_allocs, Before, After)),
+    ?assert(delta(reads, Before, After) > 1),
+    unlink(Sender),
+    [ok = nifsock:close(S) || S <- [A, C, L]],
+    ok.
+
+%%% ------------------------------------------------------------------
+%%% Scenarios (run in the traced peer)
+
+churn_server(Mod, Parent, N) ->
+    {ok, L} = Mod:open(inet, stream, tcp),
+    ok = Mod:bind(L, #{family => inet, addr => {127, 0, 0, 1}, port => 0}),
+    ok = Mod:listen(L, 1024),
+    {ok, #{port := Port}} = Mod:sockname(L),
+    Parent ! {port, Port},
+    receive go -> ok end,
+    serve(Mod, L, N),
+    Mod:close(L).
+
+serve(_Mod, _L, 0) -> ok;
+serve(Mod, L, N) ->
+    {ok, S} = Mod:accept(L),
+    {ok, _Req} = Mod:recv(S, 0),
+    ok = Mod:send(S, ?REPLY),
+    ok = Mod:close(S),
+    serve(Mod, L, N - 1).
+
+setopt_loop(Opt, N) ->
+    {ok, S} = nifsock:open(inet, stream),
+    Res = [nifsock:setopt(S, Opt, true) || _ <- lists:seq(1, N)],
+    nifsock:close(S),
+    lists:usort(Res).
+
+tos_scenario() ->
+    {ok, S} = nifsock:open(inet, stream),
+    ok = nifsock:setopt(S, {socket, priority}, 3),
+    ok = nifsock:setopt(S, {ip, tos}, 16#10),
+    ok = nifsock:setopt(S, {tcp, nodelay}, true),
+    %% (read back outside the traced window by the second call)
+    {ok, Prio} = nifsock:getopt(S, {socket, priority}),
+    {ok, Tos} = nifsock:getopt(S, {ip, tos}),
+    nifsock:close(S),
+    {ok, {Prio, Tos}}.
+
+iolist_scenario(Port) ->
+    {ok, S} = nifsock:open(inet, stream),
+    ok = nifsock:connect(S, #{family => inet, addr => {127, 0, 0, 1}, port => Port}),
+    ok = nifsock:send(S, iolist()),
+    nifsock:close(S).
+
+iolist() ->
+    [<<"one ">>, <<"two ">>, [<<"three ">>, "four "], <<"five ">>, <<"six ">>,
+     binary:copy(<<"7">>, 200), <<"eight ">>, [<<"nine ">>], binary:copy(<<"X">>, 100)].
+
+%% Binary memory one socket object costs (ERTS keeps resources in magic
+%% binaries: our struct, ERTS's headers and the owner monitor), measured on
+%% K fresh sockets that never read.
+object_cost(K) ->
+    garbage_collect(),
+    B0 = erlang:memory(binary),
+    Socks = [element(2, nifsock:open(inet, stream)) || _ <- lists:seq(1, K)],
+    B1 = erlang:memory(binary),
+    [nifsock:close(S) || S <- Socks],
+    (B1 - B0) / K.
+
+idle_server(Parent, N) ->
+    Self = self(),
+    %% the listener's owner must outlive this rpc call: open it in the server process
+    spawn(fun() ->
+                  {ok, L} = nifsock:open(inet, stream),
+                  ok = nifsock:bind(L, #{family => inet, addr => {127, 0, 0, 1}, port => 0}),
+                  ok = nifsock:listen(L, 4096),
+                  {ok, #{port := Port}} = nifsock:sockname(L),
+                  Self ! {port, Port},
+                  garbage_collect(),
+                  Before = erlang:memory(binary),
+                  Acceptor = self(),
+                  [begin
+                       {ok, S} = nifsock:accept(L),
+                       P = spawn(fun() -> receive go -> Acceptor ! {waiting, self()}, nifsock:recv(S, 0) end end),
+                       ok = nifsock:controlling_process(S, P),
+                       P ! go
+                   end || _ <- lists:seq(1, N)],
+                  Waiting = length([ok || _ <- lists:seq(1, N), receive {waiting, _} -> true end]),
+                  timer:sleep(500),
+                  [garbage_collect(P) || P <- processes()],
+                  After = erlang:memory(binary),
+                  Parent ! {idle_result, {Before, After, Waiting, object_cost(1000)}},
+                  receive stop -> ok end
+          end),
+    receive {port, Port} -> {ok, Port} after 10000 -> {error, no_port} end.
+
+linger_scenario(How) ->
+    {ok, L} = listener(),
+    {ok, #{port := Port}} = nifsock:sockname(L),
+    {ok, C} = nifsock:open(inet, stream),
+    ok = nifsock:setopt(C, {socket, rcvbuf}, 4096),
+    ok = nifsock:connect(C, #{family => inet, addr => {127, 0, 0, 1}, port => Port}),
+    Parent = self(),
+    Before = nifsock:info(),
+    Owner = spawn(fun() ->
+                          {ok, A} = nifsock:accept(L, 1000),
+                          ok = nifsock:setopt(A, {socket, sndbuf}, 4096),
+                          ok = nifsock:setopt(A, {socket, linger}, #{onoff => true, linger => 2}),
+                          fill(A),
+                          Parent ! {filled, self()},
+                          case How of
+                              close ->
+                                  T0 = erlang:monotonic_time(millisecond),
+                                  ok = nifsock:close(A),
+                                  Parent ! {closed, erlang:monotonic_time(millisecond) - T0},
+                                  receive stop -> ok end;
+                              kill_owner ->
+                                  receive stop -> ok end;
+                              gc ->
+                                  %% drop the only reference, then collect
+                                  Parent ! {closed, 0},
+                                  receive stop -> ok end
+                          end
+                  end),
+    receive {filled, Owner} -> ok after 10000 -> exit(not_filled) end,
+    Probe = start_probe(),
+    case How of
+        close -> receive {closed, _} -> ok after 10000 -> exit(no_close) end;
+        kill_owner -> exit(Owner, kill);
+        gc -> receive {closed, _} -> garbage_collect(Owner) after 10000 -> exit(no_gc) end
+    end,
+    %% the lingering close(2) takes ~2 s wherever it runs; watch for its length
+    timer:sleep(3000),
+    MaxGap = stop_probe(Probe),
+    After = nifsock:info(),
+    Owner ! stop,
+    nifsock:close(C), nifsock:close(L),
+    {MaxGap, maps:map(fun(K, V) -> V - maps:get(K, Before) end, After)}.
+
+fill(S) ->
+    case nifsock:send(S, binary:copy(<<0>>, 65536), 0) of
+        ok -> fill(S);
+        {error, {timeout, _}} -> ok;
+        {error, timeout} -> ok
+    end.
+
+%%% ------------------------------------------------------------------
+%%% Helpers
+
+linger_case(Config, How, Counter) ->
+    {Peer, Node} = start_peer(Config, ["+S", "1:1"]),
+    {MaxGap, Deltas} = rpc:call(Node, ?MODULE, linger_scenario, [How], 30000),
+    ct:pal("~p: max probe gap ~p ms, counters ~p", [How, MaxGap, Deltas]),
+    peer:stop(Peer),
+    ?assert(MaxGap < 500),
+    ?assertEqual(1, maps:get(Counter, Deltas)),
+    ?assertEqual(0, maps:get(fds, Deltas)).
+
+start_probe() ->
+    spawn(fun() -> probe(erlang:monotonic_time(millisecond), 0) end).
+
+probe(Last, Max) ->
+    receive {stop, From} -> From ! {max_gap, Max}
+    after 10 ->
+            Now = erlang:monotonic_time(millisecond),
+            probe(Now, max(Max, Now - Last))
+    end.
+
+stop_probe(P) ->
+    P ! {stop, self()},
+    receive {max_gap, M} -> M after 5000 -> exit(probe_stuck) end.
+
+listener() ->
+    {ok, L} = nifsock:open(inet, stream),
+    ok = nifsock:bind(L, #{family => inet, addr => {127, 0, 0, 1}, port => 0}),
+    ok = nifsock:listen(L, 128),
+    {ok, L}.
+
+connect_to(L) ->
+    {ok, #{port := Port}} = nifsock:sockname(L),
+    {ok, C} = nifsock:open(inet, stream),
+    ok = nifsock:connect(C, #{family => inet, addr => {127, 0, 0, 1}, port => Port}),
+    {ok, C}.
+
+send_chunks(_S, <<>>, _Size) -> ok;
+send_chunks(S, Data, Size) when byte_size(Data) =< Size -> ok = nifsock:send(S, Data);
+send_chunks(S, Data, Size) ->
+    <<Chunk:Size/binary, Rest/binary>> = Data,
+    ok = nifsock:send(S, Chunk),
+    timer:sleep(1),
+    send_chunks(S, Rest, Size).
+
+delta(K, Before, After) -> maps:get(K, After) - maps:get(K, Before).
+
+%% A gen_tcp sink in this node: returns its port and a fun that waits for all bytes.
+sink() ->
+    {ok, LS} = gen_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, Port} = inet:port(LS),
+    Self = self(),
+    Pid = spawn(fun() ->
+                        {ok, S} = gen_tcp:accept(LS, 10000),
+                        Self ! {sink, self(), read_all(S, <<>>)}
+                end),
+    {Port, fun() -> receive {sink, Pid, B} -> B after 10000 -> timeout end end}.
+
+read_all(S, Acc) ->
+    case gen_tcp:recv(S, 0, 10000) of
+        {ok, B} -> read_all(S, <<Acc/binary, B/binary>>);
+        {error, _} -> Acc
+    end.
+
+start_peer(_Config, Extra) ->
+    Paths = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, nifsock, nifsock_nif]]),
+    Args = lists:append([["-pa", P] || P <- Paths]) ++ Extra,
+    {ok, Peer, Node} = peer:start_link(#{name => peer:random_name(?MODULE), args => Args}),
+    {Peer, Node}.
+
+peer_call(Config, M, F, A) ->
+    {Peer, Node} = start_peer(Config, []),
+    R = rpc:call(Node, M, F, A, 30000),
+    peer:stop(Peer),
+    R.
+
+%% Runs M:F(A) in a fresh peer with strace attached to all its threads;
+%% returns #{Syscall => {Calls, Errors}}.
+traced(Config, M, F, A) ->
+    {Peer, Node} = start_peer(Config, []),
+    {module, _} = rpc:call(Node, code, ensure_loaded, [M]),
+    {module, _} = rpc:call(Node, code, ensure_loaded, [nifsock_nif]),
+    OsPid = rpc:call(Node, os, getpid, []),
+    {Port, Out} = strace_attach(Config, OsPid),
+    _ = rpc:call(Node, M, F, A, 60000),
+    Counts = strace_detach(Port, Out),
+    peer:stop(Peer),
+    Counts.
+
+churn_counts(Config, Mod) ->
+    {Peer, Node} = start_peer(Config, []),
+    [{module, _} = rpc:call(Node, code, ensure_loaded, [X]) || X <- [?MODULE, Mod, nifsock_nif]],
+    Self = self(),
+    Server = spawn(Node, ?MODULE, churn_server, [Mod, Self, ?CONNS]),
+    Port = receive {port, P} -> P after 10000 -> exit(no_port) end,
+    %% warm up nothing in the server: everything it runs is loaded already
+    OsPid = rpc:call(Node, os, getpid, []),
+    {SPort, Out} = strace_attach(Config, OsPid),
+    Server ! go,
+    clients(Port, ?CONNS, 8),
+    Counts = strace_detach(SPort, Out),
+    peer:stop(Peer),
+    Counts.
+
+clients(Port, N, Par) ->
+    Self = self(),
+    Per = N div Par,
+    Pids = [spawn_link(fun() -> [client(Port) || _ <- lists:seq(1, Per)], Self ! {done, self()} end)
+            || _ <- lists:seq(1, Par)],
+    [receive {done, P} -> ok after 60000 -> exit(clients_stuck) end || P <- Pids],
+    ok.
+
+client(Port) ->
+    {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+    ok = gen_tcp:send(S, ?REQ),
+    {ok, _} = gen_tcp:recv(S, 0, 10000),
+    gen_tcp:close(S).
+
+strace_attach(Config, OsPid) ->
+    Out = filename:join(?config(priv_dir, Config),
+                        "strace-" ++ integer_to_list(erlang:unique_integer([positive])) ++ ".txt"),
+    Port = open_port({spawn_executable, ?config(strace, Config)},
+                     [{args, ["-f", "-c", "-o", Out, "-p", OsPid]}, exit_status,
+                      stderr_to_stdout, binary]),
+    wait_attached(Port, 0),
+    {Port, Out}.
+
+%% strace prints one "attached" line per thread; wait until the lines stop coming.
+wait_attached(Port, Seen) ->
+    Quiet = case Seen of 0 -> 10000; _ -> 700 end,
+    receive
+        {Port, {data, D}} ->
+            wait_attached(Port, Seen + length(binary:matches(D, <<"attached">>)))
+    after Quiet ->
+            Seen > 0 orelse exit(strace_not_attached),
+            ok
+    end.
+
+strace_detach(Port, Out) ->
+    {os_pid, Pid} = erlang:port_info(Port, os_pid),
+    os:cmd("kill -INT " ++ integer_to_list(Pid)),
+    receive {Port, {exit_status, _}} -> ok after 20000 -> exit(strace_stuck) end,
+    flush_port(Port),
+    {ok, Bin} = file:read_file(Out),
+    parse_strace(Bin).
+
+flush_port(Port) ->
+    receive {Port, _} -> flush_port(Port) after 0 -> ok end.
+
+parse_strace(Bin) ->
+    Lines = binary:split(Bin, <<"\n">>, [global]),
+    maps:from_list(lists:filtermap(fun parse_line/1, Lines)).
+
+parse_line(Line) ->
+    case string:lexemes(binary_to_list(Line), " ") of
+        [_Pct, _Secs, _Usecs, Calls, Errors, Name] -> num(Name, Calls, Errors);
+        [_Pct, _Secs, _Usecs, Calls, Name] -> num(Name, Calls, "0");
+        _ -> false
+    end.
+
+num(Name, Calls, Errors) ->
+    try {true, {list_to_atom(Name), {list_to_integer(Calls), list_to_integer(Errors)}}}
+    catch error:badarg -> false
+    end.
+
+calls(Name, Counts) -> element(1, maps:get(Name, Counts, {0, 0})).
+errors(Name, Counts) -> element(2, maps:get(Name, Counts, {0, 0})).
+ok_calls(Name, Counts) -> calls(Name, Counts) - errors(Name, Counts).

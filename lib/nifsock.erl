@@ -15,7 +15,7 @@
 %% over the same mechanism; readiness comes from the VM's own poll set.
 -module(nifsock).
 
--export([open/2, open/3, open/4, bind/2, listen/1, listen/2,
+-export([open/1, open/2, open/3, open/4, bind/2, listen/1, listen/2,
          accept/1, accept/2, connect/1, connect/2, connect/3,
          recv/1, recv/2, recv/3, recv/4, send/2, send/3, send/4,
          close/1, shutdown/2, setopt/3, getopt/2, sockname/1, peername/1,
@@ -39,6 +39,11 @@
 
 %%% ------------------------------------------------------------------
 %%% Creating sockets
+
+%% @equiv open(FD, #{})
+-spec open(integer()) -> {ok, socket()} | {error, reason()}.
+open(FD) ->
+    open(FD, #{}).
 
 %% @doc Opens a stream socket: `open(Domain, stream)', or adopts an open fd:
 %% `open(FD, #{dup => boolean()})' (dup defaults to true: nifsock then owns a
@@ -66,14 +71,19 @@ open(Domain, Type, Protocol) ->
 open(Domain, Type, Protocol, Opts)
   when is_atom(Domain), is_atom(Type), (is_atom(Protocol) orelse is_integer(Protocol)),
        is_map(Opts) ->
-    nifsock_nif:open(Domain, Type, Protocol);
+    case nifsock_nif:open(Domain, Type, Protocol) of
+        {error, {invalid, domain}} -> {error, {invalid, {domain, Domain}}};
+        {error, {invalid, type}} -> {error, {invalid, {type, Type}}};
+        {error, {invalid, protocol}} -> {error, {invalid, {protocol, Protocol}}};
+        Result -> Result
+    end;
 open(Domain, Type, Protocol, Opts) ->
     erlang:error(badarg, [Domain, Type, Protocol, Opts]).
 
 %% @doc Binds to a sockaddr map, or `any' / `loopback' (port 0).
 -spec bind(socket(), socket:sockaddr() | any | loopback | broadcast) -> ok | {error, reason()}.
 bind(?SOCK(_) = S, Addr) when is_map(Addr); is_atom(Addr) ->
-    nifsock_nif:bind(S, Addr);
+    sockaddr_error(nifsock_nif:bind(S, Addr), Addr);
 bind(S, Addr) ->
     erlang:error(badarg, [S, Addr]).
 
@@ -147,11 +157,11 @@ connect(S, Addr) ->
 connect(?SOCK(_) = S, Addr, Timeout) when is_map(Addr); is_atom(Addr) ->
     case deadline(Timeout) of
         zero ->
-            nifsock_nif:connect(S, Addr, undefined, zero);
+            sockaddr_error(nifsock_nif:connect(S, Addr, undefined, zero), Addr);
         {handle, H} ->
             case nifsock_nif:connect(S, Addr, H, nowait) of
                 select -> {select, ?SELECT_INFO(connect, H)};
-                Result -> Result
+                Result -> sockaddr_error(Result, Addr)
             end;
         Deadline ->
             H = make_ref(),
@@ -164,11 +174,14 @@ connect(?SOCK(_) = S, Addr, Timeout) when is_map(Addr); is_atom(Addr) ->
                             timed_out(S, connect, H)
                     end;
                 Result ->
-                    Result
+                    sockaddr_error(Result, Addr)
             end
     end;
 connect(S, Addr, Timeout) ->
     erlang:error(badarg, [S, Addr, Timeout]).
+
+sockaddr_error({error, {invalid, sockaddr}}, Addr) -> {error, {invalid, {sockaddr, Addr}}};
+sockaddr_error(Result, _Addr) -> Result.
 
 %%% ------------------------------------------------------------------
 %%% Receiving
@@ -367,6 +380,8 @@ close(S) ->
 -spec shutdown(socket(), read | write | read_write) -> ok | {error, reason()}.
 shutdown(?SOCK(_) = S, How) when How =:= read; How =:= write; How =:= read_write ->
     nifsock_nif:shutdown(S, How);
+shutdown(?SOCK(_), How) when is_atom(How) ->
+    {error, {invalid, {how, How}}};
 shutdown(S, How) ->
     erlang:error(badarg, [S, How]).
 
@@ -379,8 +394,12 @@ shutdown(S, How) ->
 -spec setopt(socket(), level_name(), term()) -> ok | {error, reason()}.
 setopt(?SOCK(_) = S, {otp, controlling_process}, Pid) when is_pid(Pid) ->
     controlling_process(S, Pid);
-setopt(?SOCK(_) = S, {Level, Name}, Value) ->
-    nifsock_nif:setopt(S, Level, Name, Value);
+setopt(?SOCK(_) = S, {Level, Name} = Opt, Value) ->
+    case nifsock_nif:setopt(S, Level, Name, Value) of
+        {error, {invalid, option}} -> {error, {invalid, {socket_option, Opt}}};
+        {error, {invalid, value}} -> {error, {invalid, {socket_option, Opt, Value}}};
+        Result -> Result
+    end;
 setopt(S, Opt, Value) ->
     erlang:error(badarg, [S, Opt, Value]).
 
@@ -388,8 +407,11 @@ setopt(S, Opt, Value) ->
 -spec getopt(socket(), level_name()) -> {ok, term()} | {error, reason()}.
 getopt(?SOCK(_) = S, {otp, controlling_process}) ->
     {ok, maps:get(ctrl, nifsock_nif:info(S))};
-getopt(?SOCK(_) = S, {Level, Name}) ->
-    nifsock_nif:getopt(S, Level, Name);
+getopt(?SOCK(_) = S, {Level, Name} = Opt) ->
+    case nifsock_nif:getopt(S, Level, Name) of
+        {error, {invalid, option}} -> {error, {invalid, {socket_option, Opt}}};
+        Result -> Result
+    end;
 getopt(S, Opt) ->
     erlang:error(badarg, [S, Opt]).
 
@@ -408,7 +430,7 @@ peername(S) -> erlang:error(badarg, [S]).
 
 %% @doc Withdraws a wait started with `nowait' or a handle.
 -spec cancel(socket(), select_info()) -> ok | {error, reason()}.
-cancel(?SOCK(_) = S, ?SELECT_INFO(Tag, H) = Info) ->
+cancel(?SOCK(_) = S, ?SELECT_INFO(Tag, H) = Info) when is_reference(H) ->
     Op = case Tag of
              {Op0, _} -> Op0;
              Op0 -> Op0

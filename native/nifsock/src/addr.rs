@@ -86,16 +86,16 @@ pub fn decode(term: Term, family: Family) -> Result<SockAddr> {
                 v.decode::<Atom>()
                     .ok()
                     .and_then(Family::from_atom)
-                    .ok_or(Error::Invalid("family"))?,
+                    .ok_or(Error::Invalid("sockaddr"))?,
             );
         } else if key == atoms::addr() {
             addr = Some(v);
         } else if key == atoms::port() {
-            port = v.decode::<u16>().map_err(|_| Error::Invalid("port"))?;
+            port = v.decode::<u16>().map_err(|_| Error::Invalid("sockaddr"))?;
         } else if key == atoms::flowinfo() {
-            flowinfo = v.decode::<u32>().map_err(|_| Error::Invalid("flowinfo"))?;
+            flowinfo = v.decode::<u32>().map_err(|_| Error::Invalid("sockaddr"))?;
         } else if key == atoms::scope_id() {
-            scope_id = v.decode::<u32>().map_err(|_| Error::Invalid("scope_id"))?;
+            scope_id = v.decode::<u32>().map_err(|_| Error::Invalid("sockaddr"))?;
         } else if key == atoms::path() {
             path = Some(v);
         }
@@ -111,9 +111,9 @@ pub fn decode(term: Term, family: Family) -> Result<SockAddr> {
                 Some(t) => match t.decode::<Atom>() {
                     Ok(a) => match special(a, fam, port)? {
                         SocketAddr::V4(v4) => *v4.ip(),
-                        SocketAddr::V6(_) => return Err(Error::Invalid("addr")),
+                        SocketAddr::V6(_) => return Err(Error::Invalid("sockaddr")),
                     },
-                    Err(_) => ipv4(t).ok_or(Error::Invalid("addr"))?,
+                    Err(_) => ipv4(t).ok_or(Error::Invalid("sockaddr"))?,
                 },
             };
             Ok(SockAddr::from(SocketAddrV4::new(ip, port)))
@@ -124,9 +124,9 @@ pub fn decode(term: Term, family: Family) -> Result<SockAddr> {
                 Some(t) => match t.decode::<Atom>() {
                     Ok(a) => match special(a, fam, port)? {
                         SocketAddr::V6(v6) => *v6.ip(),
-                        SocketAddr::V4(_) => return Err(Error::Invalid("addr")),
+                        SocketAddr::V4(_) => return Err(Error::Invalid("sockaddr")),
                     },
-                    Err(_) => ipv6(t).ok_or(Error::Invalid("addr"))?,
+                    Err(_) => ipv6(t).ok_or(Error::Invalid("sockaddr"))?,
                 },
             };
             Ok(SockAddr::from(SocketAddrV6::new(
@@ -134,9 +134,9 @@ pub fn decode(term: Term, family: Family) -> Result<SockAddr> {
             )))
         }
         Family::Local => {
-            let p = path.ok_or(Error::Invalid("path"))?;
-            let bytes = path_bytes(p).ok_or(Error::Invalid("path"))?;
-            crate::unix_path::to_addr(&bytes).ok_or(Error::Invalid("path"))
+            let p = path.ok_or(Error::Invalid("sockaddr"))?;
+            let bytes = path_bytes(p).ok_or(Error::Invalid("sockaddr"))?;
+            crate::unix_path::to_addr(&bytes).ok_or(Error::Invalid("sockaddr"))
         }
     }
 }
@@ -150,7 +150,7 @@ fn special(a: Atom, family: Family, port: u16) -> Result<SocketAddr> {
         Family::Inet if a == atoms::broadcast() => v4(Ipv4Addr::BROADCAST),
         Family::Inet6 if a == atoms::any() => v6(Ipv6Addr::UNSPECIFIED),
         Family::Inet6 if a == atoms::loopback() => v6(Ipv6Addr::LOCALHOST),
-        _ => Err(Error::Invalid("addr")),
+        _ => Err(Error::Invalid("sockaddr")),
     }
 }
 
@@ -176,7 +176,11 @@ fn path_bytes(t: Term) -> Option<Vec<u8>> {
         return Some(b.as_slice().to_vec());
     }
     // A string: a list of bytes (OTP takes file:filename_all()).
-    let s: String = t.decode().ok()?;
+    let chars: Vec<u32> = t.decode().ok()?;
+    let s: String = chars
+        .into_iter()
+        .map(char::from_u32)
+        .collect::<Option<String>>()?;
     Some(s.into_bytes())
 }
 

@@ -43,7 +43,7 @@ pub fn target(level: Term, name: Term) -> Result<Target> {
     }
     opts::lookup(&l, &n)
         .map(Target::Known)
-        .ok_or(Error::Os(libc::ENOPROTOOPT))
+        .ok_or(Error::Invalid("option"))
 }
 
 fn set_raw(s: &Socket, level: i32, opt: i32, bytes: &[u8]) -> Result<()> {
@@ -59,10 +59,13 @@ fn get_raw(s: &Socket, level: i32, opt: i32, buf: &mut [u8]) -> Result<usize> {
 }
 
 fn int_value(v: Term) -> Result<i32> {
-    if let Ok(b) = v.decode::<bool>() {
-        return Ok(i32::from(b));
-    }
     v.decode::<i32>().map_err(|_| Error::Invalid("value"))
+}
+
+fn bool_value(v: Term) -> Result<i32> {
+    v.decode::<bool>()
+        .map(i32::from)
+        .map_err(|_| Error::Invalid("value"))
 }
 
 fn linger_value(v: Term) -> Result<(bool, i32)> {
@@ -136,7 +139,10 @@ pub fn set(s: &Socket, target: Target, v: Term) -> Result<()> {
         Target::Raw(level, opt) => {
             let bytes = match v.decode::<rustler::Binary>() {
                 Ok(b) => b.as_slice().to_vec(),
-                Err(_) => int_value(v)?.to_ne_bytes().to_vec(),
+                Err(_) => bool_value(v)
+                    .or_else(|_| int_value(v))?
+                    .to_ne_bytes()
+                    .to_vec(),
             };
             set_raw(s, level, opt, &bytes)?;
             if level == libc::SOL_SOCKET && opt == libc::SO_LINGER {
@@ -147,9 +153,8 @@ pub fn set(s: &Socket, target: Target, v: Term) -> Result<()> {
             Ok(())
         }
         Target::Known(spec) => match spec.kind {
-            Kind::Bool | Kind::Int => {
-                set_raw(s, spec.level, spec.opt, &int_value(v)?.to_ne_bytes())
-            }
+            Kind::Bool => set_raw(s, spec.level, spec.opt, &bool_value(v)?.to_ne_bytes()),
+            Kind::Int => set_raw(s, spec.level, spec.opt, &int_value(v)?.to_ne_bytes()),
             Kind::Linger => {
                 let (on, secs) = linger_value(v)?;
                 set_raw(s, spec.level, spec.opt, &opts::linger_bytes(on, secs))?;

@@ -68,6 +68,7 @@ pub fn msg_flags(term: Term) -> NifResult<i32> {
             flags |= i;
             continue;
         }
+        let atom: Atom = t.decode()?;
         let name = t.atom_to_string()?;
         flags |= match name.as_str() {
             "oob" => libc::MSG_OOB,
@@ -81,7 +82,13 @@ pub fn msg_flags(term: Term) -> NifResult<i32> {
             "waitall" => libc::MSG_WAITALL,
             "cmsg_cloexec" => libc::MSG_CMSG_CLOEXEC,
             "errqueue" => libc::MSG_ERRQUEUE,
-            _ => return Err(rustler::Error::BadArg),
+            // rustler wraps Error::Term in {error, _}: {error, {invalid, {msg_flag, F}}}
+            _ => {
+                return Err(rustler::Error::Term(Box::new((
+                    atoms::invalid(),
+                    (atoms::msg_flag(), atom),
+                ))))
+            }
         };
     }
     Ok(flags)

@@ -93,6 +93,7 @@ fn info<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
             .encode(env),
         ),
         (atoms::ctrl().encode(env), msg::pid_term(env, &st.owner)),
+        (atoms::owner().encode(env), msg::pid_term(env, &st.owner)),
         (atoms::ctype().encode(env), atoms::normal().encode(env)),
         (atoms::rstates().encode(env), rstates.encode(env)),
         (atoms::wstates().encode(env), vec![state].encode(env)),

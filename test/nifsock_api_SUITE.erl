@@ -1,0 +1,1404 @@
+%%% Common Test suite for the public API of `nifsock'.
+%%%
+%%% Every case takes the module under test from Config (key `mod'); it is
+%%% `nifsock' unless init_per_suite is given another one, or the environment
+%%% variable NIFSOCK_API_MOD names one (NIFSOCK_API_MOD=socket runs the whole
+%%% suite against OTP's `socket', which is how the expectations were checked).
+%%% nifsock_parity_SUITE runs these same case functions in a `socket' and a
+%%% `nifsock' group.
+%%%
+%%% Select/abort messages are `{'$nifsock', S, Tag, Info}' for nifsock and
+%%% `{'$socket', S, Tag, Info}' for socket; tag/1 picks the right one.
+%%% All traffic is on loopback (127.0.0.1, ::1, unix paths under /tmp).
+-module(nifsock_api_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+
+-export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
+         init_per_testcase/2, end_per_testcase/2]).
+
+%% Used by nifsock_parity_SUITE.
+-export([cases/0, setup_mod/2]).
+
+-export([api_exports/1,
+         api_open_variants/1,
+         api_open_fd/1,
+         api_echo_inet/1,
+         api_echo_inet6/1,
+         api_echo_local/1,
+         api_recv_zero_returns_available/1,
+         api_recv_exact_length/1,
+         api_recv_default_arities/1,
+         api_recv_timeout_zero/1,
+         api_recv_timeout_ms/1,
+         api_recv_timeout_infinity/1,
+         api_recv_nowait/1,
+         api_recv_nowait_partial/1,
+         api_recv_select_handle/1,
+         api_accept_nowait/1,
+         api_accept_timeout/1,
+         api_connect_nowait/1,
+         api_cancel_recv/1,
+         api_cancel_accept/1,
+         api_close_wakes_recv_waiter/1,
+         api_close_wakes_accept_waiter/1,
+         api_close_aborts_nowait_waiters/1,
+         api_double_close/1,
+         api_use_after_close/1,
+         api_eof_closed/1,
+         api_eof_with_partial_data/1,
+         api_peer_reset_econnreset/1,
+         api_bind_eaddrinuse/1,
+         api_connect_econnrefused/1,
+         api_owner_death_closes/1,
+         api_controlling_process/1,
+         api_concurrent_acceptors/1,
+         api_badarg_wrong_types/1,
+         api_invalid_values/1,
+         api_setopt_getopt_roundtrip/1,
+         api_setopt_getopt_errors/1,
+         api_sockname_peername/1,
+         api_shutdown_write/1,
+         api_shutdown_read_write/1,
+         api_is_socket/1,
+         api_info_socket/1,
+         api_info_global/1,
+         api_send_iolist/1,
+         api_send_partial_timeout/1,
+         api_send_partial_nowait/1]).
+
+-define(T, 5000).          % bound for anything that should happen "now"
+-define(BIG, (4 * 1024 * 1024)).
+
+%%--------------------------------------------------------------------
+%% CT callbacks
+%%--------------------------------------------------------------------
+
+suite() -> [{timetrap, {seconds, 60}}].
+
+all() -> cases().
+
+cases() ->
+    [api_exports,
+     api_open_variants,
+     api_open_fd,
+     api_echo_inet,
+     api_echo_inet6,
+     api_echo_local,
+     api_recv_zero_returns_available,
+     api_recv_exact_length,
+     api_recv_default_arities,
+     api_recv_timeout_zero,
+     api_recv_timeout_ms,
+     api_recv_timeout_infinity,
+     api_recv_nowait,
+     api_recv_nowait_partial,
+     api_recv_select_handle,
+     api_accept_nowait,
+     api_accept_timeout,
+     api_connect_nowait,
+     api_cancel_recv,
+     api_cancel_accept,
+     api_close_wakes_recv_waiter,
+     api_close_wakes_accept_waiter,
+     api_close_aborts_nowait_waiters,
+     api_double_close,
+     api_use_after_close,
+     api_eof_closed,
+     api_eof_with_partial_data,
+     api_peer_reset_econnreset,
+     api_bind_eaddrinuse,
+     api_connect_econnrefused,
+     api_owner_death_closes,
+     api_controlling_process,
+     api_concurrent_acceptors,
+     api_badarg_wrong_types,
+     api_invalid_values,
+     api_setopt_getopt_roundtrip,
+     api_setopt_getopt_errors,
+     api_sockname_peername,
+     api_shutdown_write,
+     api_shutdown_read_write,
+     api_is_socket,
+     api_info_socket,
+     api_info_global,
+     api_send_iolist,
+     api_send_partial_timeout,
+     api_send_partial_nowait].
+
+init_per_suite(Config) ->
+    Mod = case proplists:get_value(mod, Config) of
+              undefined ->
+                  case os:getenv("NIFSOCK_API_MOD") of
+                      false -> nifsock;
+                      "" -> nifsock;
+                      Name -> list_to_atom(Name)
+                  end;
+              M -> M
+          end,
+    setup_mod(Mod, Config).
+
+end_per_suite(_Config) -> ok.
+
+init_per_testcase(_Case, Config) ->
+    %% Leftover select/abort messages from an earlier case must not leak in.
+    flush_all(),
+    Config.
+
+end_per_testcase(_Case, _Config) -> ok.
+
+%% Checks that Mod is loadable and can open a socket; stores it in Config.
+setup_mod(Mod, Config) ->
+    case code:ensure_loaded(Mod) of
+        {module, Mod} ->
+            try Mod:open(inet, stream, tcp) of
+                {ok, S} ->
+                    ok = Mod:close(S),
+                    [{mod, Mod} | lists:keydelete(mod, 1, Config)];
+                Other ->
+                    {fail, {cannot_open_socket, Mod, Other}}
+            catch C:R ->
+                    {fail, {cannot_open_socket, Mod, {C, R}}}
+            end;
+        Error ->
+            {fail, {cannot_load, Mod, Error}}
+    end.
+
+%%--------------------------------------------------------------------
+%% Cases
+%%--------------------------------------------------------------------
+
+%% Ensures every function of the socket-compatible API (and the nifsock
+%% extensions) is exported, and nifsock exports nothing this suite does not cover.
+api_exports(Config) ->
+    Mod = mod(Config),
+    Exports = Mod:module_info(exports),
+    Missing = [FA || FA <- common_api(), not lists:member(FA, Exports)],
+    [] = Missing,
+    case Mod of
+        nifsock ->
+            [] = [FA || FA <- nifsock_extensions(), not lists:member(FA, Exports)],
+            Covered = common_api() ++ nifsock_extensions()
+                ++ [{module_info, 0}, {module_info, 1}],
+            Uncovered = [FA || FA <- Exports, not lists:member(FA, Covered)],
+            [] = Uncovered;
+        _ ->
+            ok
+    end.
+
+%% Ensures open/2, open/3 (tcp, default protocol, or an options map) and
+%% open/4 give distinct stream sockets for inet, inet6 and local.
+api_open_variants(Config) ->
+    Mod = mod(Config),
+    Opened = [{ok, _} = Mod:open(inet, stream),
+              {ok, _} = Mod:open(inet, stream, tcp),
+              {ok, _} = Mod:open(inet, stream, default),
+              {ok, _} = Mod:open(inet, stream, #{}),
+              {ok, _} = Mod:open(inet, stream, tcp, #{}),
+              {ok, _} = Mod:open(local, stream),
+              {ok, _} = Mod:open(local, stream, default)]
+        ++ case ipv6_ok(Mod) of
+               true -> [{ok, _} = Mod:open(inet6, stream, tcp)];
+               false -> []
+           end,
+    Socks = [S || {ok, S} <- Opened],
+    true = lists:all(fun(S) -> is_sock(Mod, S) end, Socks),
+    %% every one is distinct
+    true = length(lists:usort(Socks)) =:= length(Socks),
+    {ok, stream} = Mod:getopt(hd(Socks), {socket, type}),
+    [ok = Mod:close(S) || S <- Socks],
+    ok.
+
+%% Ensures open(FD, #{dup => true}) adopts a duplicate of an existing
+%% listening fd (usable for accept; closing it leaves the original open).
+api_open_fd(Config) ->
+    Mod = mod(Config),
+    %% The original fd comes from an OTP socket, whatever Mod is.
+    {L0, Addr} = listener(socket, inet),
+    {ok, Fd} = socket:getopt(L0, {otp, fd}),
+    {ok, S} = Mod:open(Fd, #{dup => true}),
+    true = is_sock(Mod, S),
+    {ok, Addr} = Mod:sockname(S),
+    {ok, true} = Mod:getopt(S, {socket, acceptconn}),
+    {ok, C} = Mod:open(inet, stream, tcp),
+    ok = Mod:connect(C, Addr),
+    {ok, A} = Mod:accept(S, ?T),
+    echo_roundtrip(Mod, C, A),
+    ok = Mod:close(S),
+    {ok, Addr} = socket:sockname(L0),
+    close_all(Mod, [C, A]),
+    ok = socket:close(L0).
+
+%% Ensures a full echo exchange over IPv4 loopback (open/bind/listen/connect/
+%% accept/send/recv/close).
+api_echo_inet(Config) ->
+    echo(mod(Config), inet).
+
+%% Ensures a full echo exchange over IPv6 loopback (::1).
+api_echo_inet6(Config) ->
+    Mod = mod(Config),
+    case ipv6_ok(Mod) of
+        true -> echo(Mod, inet6);
+        false -> {skip, no_ipv6}
+    end.
+
+%% Ensures a full echo exchange over a unix domain socket in a temp dir,
+%% with the path given as a binary and as a string (socket takes both).
+api_echo_local(Config) ->
+    Mod = mod(Config),
+    Dir = make_tmp_dir(),
+    BinPath = list_to_binary(filename:join(Dir, "bin.sock")),
+    StrPath = filename:join(Dir, "str.sock"),
+    try
+        [begin
+             {L, Addr} = local_listener(Mod, Path),
+             {ok, #{family := local, path := LPath}} = Mod:sockname(L),
+             true = iolist_to_binary(Path) =:= iolist_to_binary(LPath),
+             {C, A} = connect_accept(Mod, L, Addr),
+             {ok, #{family := local, path := PeerPath}} = Mod:peername(C),
+             true = iolist_to_binary(Path) =:= iolist_to_binary(PeerPath),
+             echo_roundtrip(Mod, C, A),
+             close_all(Mod, [C, A, L])
+         end || Path <- [BinPath, StrPath]],
+        ok
+    after
+        _ = file:delete(BinPath),
+        _ = file:delete(StrPath),
+        _ = file:del_dir(Dir)
+    end.
+
+%% Ensures recv(S, 0) returns what is available (a non-empty prefix) without
+%% waiting for more, and all bytes eventually arrive in order.
+api_recv_zero_returns_available(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    Data = rand:bytes(1000),
+    ok = Mod:send(A, Data),
+    {ok, First} = Mod:recv(C, 0),
+    true = byte_size(First) > 0 andalso byte_size(First) =< 1000,
+    First = binary:part(Data, 0, byte_size(First)),
+    Rest = recv_exact(Mod, C, 1000 - byte_size(First)),
+    Data = <<First/binary, Rest/binary>>,
+    close_all(Mod, [C, A, L]).
+
+%% Ensures recv(S, N) waits until exactly N bytes are there, across
+%% separate sends, and leaves the remainder for the next recv.
+api_recv_exact_length(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    ok = Mod:send(A, <<"hello">>),
+    Sender = spawn_link(fun() -> timer:sleep(50), ok = Mod:send(A, <<"world!!">>) end),
+    {ok, <<"helloworld">>} = Mod:recv(C, 10),
+    {ok, <<"!!">>} = Mod:recv(C, 2, ?T),
+    unlink(Sender),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures recv/1, recv(S, Flags), recv(S, N, Flags) and recv/4 with []
+%% flags behave like recv(S, 0) / recv(S, N).
+api_recv_default_arities(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    ok = Mod:send(A, <<"one">>),
+    {ok, <<"one">>} = recv_until(Mod, fun() -> Mod:recv(C) end, 3),
+    ok = Mod:send(A, <<"two">>),
+    {ok, <<"two">>} = recv_until(Mod, fun() -> Mod:recv(C, []) end, 3),
+    ok = Mod:send(A, <<"three">>),
+    {ok, <<"three">>} = Mod:recv(C, 5, []),
+    ok = Mod:send(A, <<"four">>),
+    {ok, <<"four">>} = Mod:recv(C, 4, [], ?T),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures recv with timeout 0 never waits: {error, timeout} when nothing is
+%% pending, the pending bytes otherwise.
+api_recv_timeout_zero(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    {error, timeout} = Mod:recv(C, 0, 0),
+    {error, timeout} = Mod:recv(C, 4, 0),
+    ok = Mod:send(A, <<"ping">>),
+    {ok, <<"ping">>} = poll(fun() -> Mod:recv(C, 0, 0) end,
+                            fun({error, timeout}) -> false; (_) -> true end),
+    {error, timeout} = Mod:recv(C, 0, 0),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures recv with an N ms timeout gives {error, timeout} when nothing
+%% comes and {error, {timeout, Partial}} when fewer than N bytes came; the
+%% partial bytes are consumed.
+api_recv_timeout_ms(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    {error, timeout} = Mod:recv(C, 0, 100),
+    {error, timeout} = Mod:recv(C, 10, 100),
+    ok = Mod:send(A, <<"abc">>),
+    {error, {timeout, <<"abc">>}} = Mod:recv(C, 10, 100),
+    ok = Mod:send(A, <<"0123456789">>),
+    {ok, <<"0123456789">>} = Mod:recv(C, 10, ?T),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures recv with timeout infinity blocks until data arrives.
+api_recv_timeout_infinity(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    Self = self(),
+    Reader = spawn_link(fun() -> Self ! {got, self(), Mod:recv(C, 6, infinity)} end),
+    ok = Mod:send(A, <<"abc">>),
+    timer:sleep(50),
+    ok = Mod:send(A, <<"def">>),
+    receive {got, Reader, R} -> {ok, <<"abcdef">>} = R
+    after ?T -> ct:fail(recv_infinity_did_not_return)
+    end,
+    close_all(Mod, [C, A, L]).
+
+%% Ensures recv nowait returns {select, {select_info, recv, Handle}}, the
+%% select message arrives when data does, and the retry returns the data.
+api_recv_nowait(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    {select, {select_info, recv, H}} = Mod:recv(C, 0, nowait),
+    true = is_reference(H),
+    assert_no_msg(Mod, C, 100),
+    ok = Mod:send(A, <<"data">>),
+    expect_msg(Mod, C, select, H),
+    {ok, <<"data">>} = Mod:recv(C, 0, nowait),
+    %% data already pending: nowait returns it at once
+    ok = Mod:send(A, <<"more">>),
+    {ok, <<"more">>} = poll(fun() -> Mod:recv(C, 0, nowait) end,
+                            fun({ok, _}) -> true;
+                               ({select, {select_info, recv, H2}}) ->
+                                    %% raced the data: wait for it
+                                    expect_msg(Mod, C, select, H2), false
+                            end),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures recv(S, N, nowait) with fewer than N bytes pending returns
+%% {select, {SelectInfo, Partial}} and the rest comes after the select message.
+api_recv_nowait_partial(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    ok = Mod:send(A, <<"abc">>),
+    {ok, <<"ab">>} = Mod:recv(C, 2, ?T),   % waits until data is there
+    {select, {{select_info, recv, H}, <<"c">>}} = Mod:recv(C, 5, nowait),
+    ok = Mod:send(A, <<"defg">>),
+    expect_msg(Mod, C, select, H),
+    {ok, <<"defg">>} = Mod:recv(C, 4, nowait),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures a caller-supplied reference as timeout is used as the select handle.
+api_recv_select_handle(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    Ref = make_ref(),
+    {select, {select_info, recv, Ref}} = Mod:recv(C, 0, Ref),
+    ok = Mod:send(A, <<"x">>),
+    expect_msg(Mod, C, select, Ref),
+    {ok, <<"x">>} = Mod:recv(C, 0, nowait),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures accept nowait returns {select, {select_info, accept, H}}, a select
+%% message follows an incoming connection and the retry returns it.
+api_accept_nowait(Config) ->
+    Mod = mod(Config),
+    {L, Addr} = listener(Mod, inet),
+    {select, {select_info, accept, H}} = Mod:accept(L, nowait),
+    true = is_reference(H),
+    assert_no_msg(Mod, L, 100),
+    {ok, C} = Mod:open(inet, stream, tcp),
+    ok = Mod:connect(C, Addr),
+    expect_msg(Mod, L, select, H),
+    {ok, A} = Mod:accept(L, nowait),
+    echo_roundtrip(Mod, C, A),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures accept with a 0 or N ms timeout gives {error, timeout} when no
+%% connection is pending, and accept/1 waits for one.
+api_accept_timeout(Config) ->
+    Mod = mod(Config),
+    {L, Addr} = listener(Mod, inet),
+    {error, timeout} = Mod:accept(L, 0),
+    {error, timeout} = Mod:accept(L, 100),
+    Self = self(),
+    %% The acceptor owns the accepted socket, so it stays alive until told.
+    Acc = spawn_link(fun() ->
+                             {ok, A} = Mod:accept(L),
+                             Self ! {accepted, self(), A},
+                             receive done -> ok end
+                     end),
+    {ok, C} = Mod:open(inet, stream, tcp),
+    ok = Mod:connect(C, Addr),
+    receive {accepted, Acc, A} -> echo_roundtrip(Mod, C, A)
+    after ?T -> ct:fail(accept_1_did_not_return)
+    end,
+    Acc ! done,
+    close_all(Mod, [C, L]).
+
+%% Ensures connect nowait returns {select, {select_info, connect, H}}, the
+%% select message arrives and connect/1 completes the connection.
+%% (A non-blocking TCP connect on Linux always gives EINPROGRESS, loopback too:
+%% the SYN-ACK is processed only after the socket lock is released.)
+api_connect_nowait(Config) ->
+    Mod = mod(Config),
+    {L, Addr} = listener(Mod, inet),
+    {ok, C} = Mod:open(inet, stream, tcp),
+    {select, {select_info, connect, H}} = Mod:connect(C, Addr, nowait),
+    true = is_reference(H),
+    expect_msg(Mod, C, select, H),
+    ok = Mod:connect(C),
+    {ok, Addr} = Mod:peername(C),
+    {ok, A} = Mod:accept(L, ?T),
+    echo_roundtrip(Mod, C, A),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures cancel/2 of a pending recv returns ok, no select message follows
+%% when data arrives, the data is still readable, and a second cancel of the
+%% same select info gives {error, {invalid, SelectInfo}}.
+api_cancel_recv(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    {select, {select_info, recv, _} = SI} = Mod:recv(C, 0, nowait),
+    ok = Mod:cancel(C, SI),
+    ok = Mod:send(A, <<"x">>),
+    assert_no_msg(Mod, C, 200),
+    {ok, <<"x">>} = Mod:recv(C, 0, ?T),
+    {error, {invalid, SI}} = Mod:cancel(C, SI),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures cancel/2 of a pending accept returns ok and no select message
+%% follows an incoming connection, which a later accept still gets.
+api_cancel_accept(Config) ->
+    Mod = mod(Config),
+    {L, Addr} = listener(Mod, inet),
+    {select, {select_info, accept, _} = SI} = Mod:accept(L, nowait),
+    ok = Mod:cancel(L, SI),
+    {ok, C} = Mod:open(inet, stream, tcp),
+    ok = Mod:connect(C, Addr),
+    assert_no_msg(Mod, L, 200),
+    {ok, A} = Mod:accept(L, ?T),
+    {error, {invalid, SI}} = Mod:cancel(L, SI),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures closing a socket wakes a process blocked in recv(S, 0, infinity)
+%% with {error, closed}.
+api_close_wakes_recv_waiter(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    Self = self(),
+    W = spawn_link(fun() -> Self ! {waiter, self(), Mod:recv(C, 0, infinity)} end),
+    wait_blocked(W),
+    ok = Mod:close(C),
+    receive {waiter, W, R} -> {error, closed} = R
+    after ?T -> ct:fail(recv_waiter_not_woken)
+    end,
+    close_all(Mod, [A, L]).
+
+%% Ensures closing a listen socket wakes a process blocked in
+%% accept(L, infinity) with {error, closed}.
+api_close_wakes_accept_waiter(Config) ->
+    Mod = mod(Config),
+    {L, _Addr} = listener(Mod, inet),
+    Self = self(),
+    W = spawn_link(fun() -> Self ! {waiter, self(), Mod:accept(L, infinity)} end),
+    wait_blocked(W),
+    ok = Mod:close(L),
+    receive {waiter, W, R} -> {error, closed} = R
+    after ?T -> ct:fail(accept_waiter_not_woken)
+    end.
+
+%% Ensures nowait waiters (recv and accept, in other processes and in the
+%% closing process itself) get {Tag, S, abort, {Handle, closed}} on close.
+api_close_aborts_nowait_waiters(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    T = tag(Mod),
+    Self = self(),
+    Forwarder = fun(Op) ->
+                        spawn_link(fun() ->
+                                           Self ! {res, self(), Op()},
+                                           receive M -> Self ! {fwd, self(), M}
+                                           after ?T -> Self ! {fwd, self(), none}
+                                           end
+                                   end)
+                end,
+    W1 = Forwarder(fun() -> Mod:recv(C, 0, nowait) end),
+    W2 = Forwarder(fun() -> Mod:accept(L, nowait) end),
+    H1 = receive {res, W1, {select, {select_info, recv, R1}}} -> R1
+         after ?T -> ct:fail(no_recv_select) end,
+    H2 = receive {res, W2, {select, {select_info, accept, R2}}} -> R2
+         after ?T -> ct:fail(no_accept_select) end,
+    ok = Mod:close(C),
+    ok = Mod:close(L),
+    receive {fwd, W1, M1} -> {T, C, abort, {H1, closed}} = M1
+    after ?T -> ct:fail(no_forward_1) end,
+    receive {fwd, W2, M2} -> {T, L, abort, {H2, closed}} = M2
+    after ?T -> ct:fail(no_forward_2) end,
+    ok = Mod:close(A),
+    %% the closing process' own nowait recv
+    {L2, C2, A2} = pair(Mod),
+    {select, {select_info, recv, H3}} = Mod:recv(C2, 0, nowait),
+    ok = Mod:close(C2),
+    expect_msg(Mod, C2, abort, {H3, closed}),
+    close_all(Mod, [A2, L2]).
+
+%% Ensures a second close returns {error, closed}.
+api_double_close(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    ok = Mod:close(C),
+    {error, closed} = Mod:close(C),
+    ok = Mod:close(L),
+    {error, closed} = Mod:close(L),
+    {ok, X} = Mod:open(inet, stream, tcp),
+    ok = Mod:close(X),
+    {error, closed} = Mod:close(X),
+    ok = Mod:close(A).
+
+%% Ensures every operation on a closed socket returns {error, closed}.
+api_use_after_close(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    {ok, Addr} = Mod:sockname(L),
+    ok = Mod:close(C),
+    ok = Mod:close(L),
+    Ops = [{send, fun() -> Mod:send(C, <<"x">>) end},
+           {send_nowait, fun() -> Mod:send(C, <<"x">>, nowait) end},
+           {send_timeout, fun() -> Mod:send(C, <<"x">>, 100) end},
+           {recv, fun() -> Mod:recv(C, 0) end},
+           {recv_n, fun() -> Mod:recv(C, 5, ?T) end},
+           {recv_zero, fun() -> Mod:recv(C, 0, 0) end},
+           {recv_nowait, fun() -> Mod:recv(C, 0, nowait) end},
+           {setopt, fun() -> Mod:setopt(C, {socket, keepalive}, true) end},
+           {getopt, fun() -> Mod:getopt(C, {socket, keepalive}) end},
+           {sockname, fun() -> Mod:sockname(C) end},
+           {peername, fun() -> Mod:peername(C) end},
+           {shutdown, fun() -> Mod:shutdown(C, write) end},
+           {connect, fun() -> Mod:connect(C, Addr) end},
+           {cancel, fun() -> Mod:cancel(C, {select_info, recv, make_ref()}) end},
+           {accept, fun() -> Mod:accept(L, 0) end},
+           {accept_nowait, fun() -> Mod:accept(L, nowait) end},
+           {listen, fun() -> Mod:listen(L) end},
+           {bind, fun() -> Mod:bind(L, #{family => inet, addr => {127,0,0,1},
+                                         port => 0}) end}],
+    check_table([{Name, {returned, {error, closed}}, F} || {Name, F} <- Ops]),
+    true = is_map(Mod:info(C)),
+    ok = Mod:close(A).
+
+%% Ensures an orderly close by the peer reads as {error, closed}, repeatedly.
+api_eof_closed(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    ok = Mod:close(A),
+    {error, closed} = Mod:recv(C, 0, ?T),
+    {error, closed} = Mod:recv(C, 0),
+    {error, closed} = Mod:recv(C, 0, nowait),
+    close_all(Mod, [C, L]).
+
+%% Ensures recv(S, N) that hits EOF after fewer than N bytes returns
+%% {error, {closed, Partial}}, then {error, closed}.
+api_eof_with_partial_data(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    ok = Mod:send(A, <<"abc">>),
+    ok = Mod:close(A),
+    {error, {closed, <<"abc">>}} = Mod:recv(C, 10, ?T),
+    {error, closed} = Mod:recv(C, 10, ?T),
+    close_all(Mod, [C, L]).
+
+%% Ensures a peer that closes with linger {true, 0} (RST) makes recv return
+%% {error, econnreset}.
+api_peer_reset_econnreset(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    ok = Mod:setopt(C, {socket, linger}, #{onoff => true, linger => 0}),
+    ok = Mod:close(C),
+    {error, econnreset} = Mod:recv(A, 0, ?T),
+    close_all(Mod, [A, L]).
+
+%% Ensures bind to an address in use (TCP port, unix path) is {error, eaddrinuse}.
+api_bind_eaddrinuse(Config) ->
+    Mod = mod(Config),
+    {L, Addr} = listener(Mod, inet),
+    {ok, X} = Mod:open(inet, stream, tcp),
+    {error, eaddrinuse} = Mod:bind(X, Addr),
+    Dir = make_tmp_dir(),
+    Path = filename:join(Dir, "inuse.sock"),
+    try
+        {LL, LAddr} = local_listener(Mod, Path),
+        {ok, Y} = Mod:open(local, stream),
+        {error, eaddrinuse} = Mod:bind(Y, LAddr),
+        close_all(Mod, [LL, Y])
+    after
+        _ = file:delete(Path),
+        _ = file:del_dir(Dir)
+    end,
+    close_all(Mod, [X, L]).
+
+%% Ensures connect to a loopback port nobody listens on is
+%% {error, econnrefused}, with timeout infinity, N ms and nowait.
+api_connect_econnrefused(Config) ->
+    Mod = mod(Config),
+    %% A bound but not listening socket reserves the port: connects get RST.
+    {ok, B} = Mod:open(inet, stream, tcp),
+    ok = Mod:bind(B, #{family => inet, addr => {127,0,0,1}, port => 0}),
+    {ok, Addr} = Mod:sockname(B),
+    {ok, X} = Mod:open(inet, stream, tcp),
+    {error, econnrefused} = Mod:connect(X, Addr),
+    {ok, Y} = Mod:open(inet, stream, tcp),
+    {error, econnrefused} = Mod:connect(Y, Addr, 1000),
+    {ok, Z} = Mod:open(inet, stream, tcp),
+    {select, {select_info, connect, H}} = Mod:connect(Z, Addr, nowait),
+    expect_msg(Mod, Z, select, H),
+    {error, econnrefused} = Mod:connect(Z),
+    close_all(Mod, [B, X, Y, Z]).
+
+%% Ensures the sockets of a killed owner process are closed and their file
+%% descriptors released (/proc/self/fd back to baseline).
+api_owner_death_closes(Config) ->
+    Mod = mod(Config),
+    Base = socket_fds(),
+    BaseCount = fd_count(),
+    Self = self(),
+    Owner = spawn(fun() ->
+                          {L, C, A} = pair(Mod),
+                          Self ! {socks, self(), [L, C, A]},
+                          receive never -> ok end
+                  end),
+    Socks = receive {socks, Owner, Ss} -> Ss after ?T -> ct:fail(no_owner) end,
+    New = socket_fds() -- Base,
+    true = length(New) >= 3,
+    MRef = erlang:monitor(process, Owner),
+    exit(Owner, kill),
+    receive {'DOWN', MRef, process, Owner, _} -> ok after ?T -> ct:fail(owner_alive) end,
+    ok = poll_true(fun() ->
+                           Now = socket_fds(),
+                           [] =:= [F || F <- New, lists:member(F, Now)]
+                   end),
+    ok = poll_true(fun() -> fd_count() =< BaseCount end),
+    [{error, closed} = Mod:sockname(S) || S <- Socks],
+    [{error, closed} = Mod:close(S) || S <- Socks],
+    ok.
+
+%% Ensures ownership moves with controlling_process (setopt {otp,
+%% controlling_process} too; getopt reports the owner): only the owner may move
+%% it (others get the not_owner error), killing the old owner no longer
+%% closes it, killing the new owner does.
+api_controlling_process(Config) ->
+    Mod = mod(Config),
+    O1 = spawn_link(fun server_loop/0),
+    O2 = spawn_link(fun server_loop/0),
+    {L, Addr} = do(O1, fun() -> listener(Mod, inet) end),
+    NotOwner = not_owner_error(Mod),
+    NotOwner = set_owner(Mod, L, self()),
+    NotOwner = Mod:setopt(L, {otp, controlling_process}, self()),
+    {ok, O1} = Mod:getopt(L, {otp, controlling_process}),
+    ok = do(O1, fun() -> set_owner(Mod, L, O2) end),
+    {ok, O2} = Mod:getopt(L, {otp, controlling_process}),
+    NotOwner = do(O1, fun() -> set_owner(Mod, L, O1) end),
+    NotOwner = set_owner(Mod, L, self()),
+    unlink(O1),
+    kill_and_wait(O1),
+    %% still open and usable after the old owner died
+    {ok, Addr} = Mod:sockname(L),
+    {C, A} = connect_accept(Mod, L, Addr),
+    echo_roundtrip(Mod, C, A),
+    %% a socket created here moves to O2 and dies with it
+    ok = set_owner(Mod, C, O2),
+    NotOwner = set_owner(Mod, C, self()),
+    unlink(O2),
+    kill_and_wait(O2),
+    ok = poll_true(fun() -> Mod:sockname(L) =:= {error, closed} end),
+    ok = poll_true(fun() -> Mod:sockname(C) =:= {error, closed} end),
+    %% A is still ours
+    {error, closed} = Mod:recv(A, 0, ?T),
+    ok = Mod:close(A).
+
+%% Ensures 8 processes blocked in accept on one listener all get connections
+%% (80 sequential connects), 80 more in a burst are each accepted exactly once,
+%% and closing the listener wakes all 8 with {error, closed}.
+api_concurrent_acceptors(Config) ->
+    Mod = mod(Config),
+    {L, Addr} = listener(Mod, inet),
+    Self = self(),
+    Acceptors = [spawn_link(fun() -> acceptor_loop(Mod, L, Self) end)
+                 || _ <- lists:seq(1, 8)],
+    [wait_blocked(P) || P <- Acceptors],
+    %% phase 1: one connection at a time
+    Phase1 = [begin
+                  {ok, C} = Mod:open(inet, stream, tcp),
+                  ok = Mod:connect(C, Addr),
+                  {ok, #{port := CPort}} = Mod:sockname(C),
+                  Who = receive {accepted, P, Port} when is_pid(P) -> {P, Port}
+                        after ?T -> ct:fail({not_accepted, N}) end,
+                  {_, CPort} = Who,
+                  {element(1, Who), C}
+              end || N <- lists:seq(1, 80)],
+    Counts = [{P, length([x || {Q, _} <- Phase1, Q =:= P])} || P <- Acceptors],
+    [] = [PC || {_, 0} = PC <- Counts],
+    80 = lists:sum([Cnt || {_, Cnt} <- Counts]),
+    %% phase 2: a burst
+    Burst = [begin
+                 {ok, C} = Mod:open(inet, stream, tcp),
+                 ok = Mod:connect(C, Addr),
+                 {ok, #{port := Port}} = Mod:sockname(C),
+                 {Port, C}
+             end || _ <- lists:seq(1, 80)],
+    Got = [receive {accepted, P, Port} when is_pid(P) -> Port
+           after ?T -> ct:fail({burst_not_accepted, length(Burst)}) end
+           || _ <- Burst],
+    Expected = lists:sort([Port || {Port, _} <- Burst]),
+    Expected = lists:sort(Got),
+    assert_no_accepts(100),
+    ok = Mod:close(L),
+    Ends = [receive {acceptor_done, P, R} -> R after ?T -> {P, no_exit} end
+            || P <- Acceptors],
+    [{error, closed}] = lists:usort(Ends),
+    close_all(Mod, [C || {_, C} <- Phase1] ++ [C || {_, C} <- Burst]).
+
+%% Ensures wrong argument types raise error:badarg, as socket does.
+api_badarg_wrong_types(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    Addr = #{family => inet, addr => {127,0,0,1}, port => 1},
+    SI = {select_info, recv, make_ref()},
+    Cases =
+        [{recv_not_socket, fun() -> Mod:recv(not_a_socket, 0) end},
+         {recv_ref, fun() -> Mod:recv(make_ref(), 0) end},
+         {send_atom, fun() -> Mod:send(C, atom) end},
+         {send_int, fun() -> Mod:send(C, 42) end},
+         {send_not_socket, fun() -> Mod:send(not_a_socket, <<"x">>) end},
+         {recv_negative, fun() -> Mod:recv(C, -1) end},
+         {recv_negative_t, fun() -> Mod:recv(C, -1, 100) end},
+         {recv_float, fun() -> Mod:recv(C, 1.5) end},
+         {recv_atom_len, fun() -> Mod:recv(C, foo) end},
+         {close, fun() -> Mod:close(not_a_socket) end},
+         {sockname, fun() -> Mod:sockname(not_a_socket) end},
+         {peername, fun() -> Mod:peername(not_a_socket) end},
+         {info, fun() -> Mod:info(not_a_socket) end},
+         {shutdown, fun() -> Mod:shutdown(not_a_socket, write) end},
+         {listen, fun() -> Mod:listen(not_a_socket) end},
+         {listen_backlog, fun() -> Mod:listen(L, foo) end},
+         {accept, fun() -> Mod:accept(not_a_socket, 0) end},
+         {connect, fun() -> Mod:connect(not_a_socket, Addr) end},
+         {connect_1, fun() -> Mod:connect(not_a_socket) end},
+         {bind, fun() -> Mod:bind(not_a_socket, Addr) end},
+         {setopt, fun() -> Mod:setopt(not_a_socket, {socket, keepalive}, true) end},
+         {cancel_not_socket, fun() -> Mod:cancel(not_a_socket, SI) end},
+         {cancel_bad_info, fun() -> Mod:cancel(C, not_select_info) end},
+         {cancel_handle_not_ref, fun() -> Mod:cancel(C, {select_info, recv, ref}) end},
+         {open_opts_not_map, fun() -> Mod:open(inet, stream, tcp, not_a_map) end}],
+    %% getopt on a non-socket: socket fails with function_clause (no catch-all
+    %% clause), nifsock raises badarg.
+    check_table([{Name, {error, badarg}, F} || {Name, F} <- Cases]
+                ++ [{getopt_not_socket, {error, getopt_not_socket_reason(Mod)},
+                     fun() -> Mod:getopt(not_a_socket, {socket, keepalive}) end}]),
+    close_all(Mod, [C, A, L]).
+
+%% The expectation for OTP socket, or nifsock's documented one.
+by_mod(socket, SocketExpect, _NifsockExpect) -> SocketExpect;
+by_mod(_, _SocketExpect, NifsockExpect) -> NifsockExpect.
+
+%% Ensures bad values of the right type give the {invalid, What} errors
+%% socket gives (returned or raised exactly where socket returns or raises).
+api_invalid_values(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    {ok, X} = Mod:open(inet, stream, tcp),
+    BadAddr = #{family => inet, addr => bad, port => 0},
+    SI = {select_info, recv, make_ref()},
+    Table =
+        [%% raised
+         %% nifsock: data that isn't iodata is a wrong type: badarg (README, Differences)
+         {send_bad_iolist, by_mod(Mod, {error, {invalid, {data, [atom]}}}, {error, badarg}),
+          fun() -> Mod:send(C, [atom]) end},
+         {send_bad_byte, by_mod(Mod, {error, {invalid, {data, [256]}}}, {error, badarg}),
+          fun() -> Mod:send(C, [256]) end},
+         {recv_timeout_atom, {error, {invalid, {timeout, bad}}}, fun() -> Mod:recv(C, 0, bad) end},
+         {recv_timeout_neg, {error, {invalid, {timeout, -5}}}, fun() -> Mod:recv(C, 0, -5) end},
+         {send_timeout_neg, {error, {invalid, {timeout, -1}}}, fun() -> Mod:send(C, <<"x">>, -1) end},
+         {send_timeout_atom, {error, {invalid, {timeout, bad}}}, fun() -> Mod:send(C, <<"x">>, bad) end},
+         {accept_timeout_atom, {error, {invalid, {timeout, bad}}}, fun() -> Mod:accept(L, bad) end},
+         {connect_timeout_neg, {error, {invalid, {timeout, -1}}},
+          fun() -> Mod:connect(X, #{family => inet, addr => {127,0,0,1}, port => 1}, -1) end},
+         %% nifsock returns bad values as {error, {invalid, What}} where socket raises
+         {connect_bad_addr, by_mod(Mod, {error, {invalid, {sockaddr, bad}}},
+                                   {returned, {error, {invalid, {sockaddr, bad}}}}),
+          fun() -> Mod:connect(X, bad) end},
+         {shutdown_bad_how, by_mod(Mod, {error, {invalid, {how, bad}}},
+                                   {returned, {error, {invalid, {how, bad}}}}),
+          fun() -> Mod:shutdown(C, bad) end},
+         %% returned
+         {open_bad_domain, {returned, {error, {invalid, {domain, bad}}}}, fun() -> Mod:open(bad, stream, tcp) end},
+         {open_bad_type, {returned, {error, {invalid, {type, bad}}}}, fun() -> Mod:open(inet, bad, tcp) end},
+         {open_bad_protocol, {returned, {error, {invalid, {protocol, bad}}}}, fun() -> Mod:open(inet, stream, bad) end},
+         {bind_bad_atom, {returned, {error, {invalid, {sockaddr, bad}}}}, fun() -> Mod:bind(X, bad) end},
+         {bind_bad_map, {returned, {error, {invalid, {sockaddr, BadAddr}}}}, fun() -> Mod:bind(X, BadAddr) end},
+         {send_bad_flag, {returned, {error, {invalid, {msg_flag, bad}}}}, fun() -> Mod:send(C, <<"x">>, [bad]) end},
+         {recv_bad_flag, {returned, {error, {invalid, {msg_flag, bad}}}}, fun() -> Mod:recv(C, 0, [bad], 0) end},
+         {cancel_unknown_handle, {returned, {error, {invalid, SI}}}, fun() -> Mod:cancel(C, SI) end}],
+    check_table(Table),
+    close_all(Mod, [X, C, A, L]).
+
+%% Ensures setopt/getopt round trip for reuseaddr, keepalive, nodelay,
+%% rcvbuf, sndbuf and linger, and getopt reports the socket type/domain.
+api_setopt_getopt_roundtrip(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    [begin
+         ok = Mod:setopt(C, Opt, V),
+         {ok, V} = Mod:getopt(C, Opt)
+     end || Opt <- [{socket, reuseaddr}, {socket, keepalive}, {tcp, nodelay}],
+            V <- [true, false, true]],
+    %% the kernel may round buffer sizes up (Linux doubles them)
+    [begin
+         ok = Mod:setopt(C, Opt, 65536),
+         {ok, Got} = Mod:getopt(C, Opt),
+         true = is_integer(Got) andalso Got >= 65536 andalso Got =< 4 * 65536
+     end || Opt <- [{socket, rcvbuf}, {socket, sndbuf}]],
+    {ok, #{onoff := false}} = Mod:getopt(C, {socket, linger}),
+    ok = Mod:setopt(C, {socket, linger}, #{onoff => true, linger => 3}),
+    {ok, #{onoff := true, linger := 3}} = Mod:getopt(C, {socket, linger}),
+    ok = Mod:setopt(C, {socket, linger}, #{onoff => false, linger => 0}),
+    {ok, #{onoff := false}} = Mod:getopt(C, {socket, linger}),
+    {ok, stream} = Mod:getopt(C, {socket, type}),
+    {ok, inet} = Mod:getopt(C, {socket, domain}),
+    {ok, tcp} = Mod:getopt(C, {socket, protocol}),
+    {ok, true} = Mod:getopt(L, {socket, acceptconn}),
+    {ok, false} = Mod:getopt(C, {socket, acceptconn}),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures unknown options and bad option values give
+%% {error, {invalid, {socket_option, ...}}}.
+api_setopt_getopt_errors(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    Table =
+        [{setopt_unknown, {returned, {error, {invalid, {socket_option, {socket, nonexist}}}}},
+          fun() -> Mod:setopt(C, {socket, nonexist}, 1) end},
+         {getopt_unknown, {returned, {error, {invalid, {socket_option, {socket, nonexist}}}}},
+          fun() -> Mod:getopt(C, {socket, nonexist}) end},
+         {setopt_bad_level, {returned, {error, {invalid, {socket_option, {bogus, rcvbuf}}}}},
+          fun() -> Mod:setopt(C, {bogus, rcvbuf}, 1) end},
+         {getopt_bad_level, {returned, {error, {invalid, {socket_option, {bogus, rcvbuf}}}}},
+          fun() -> Mod:getopt(C, {bogus, rcvbuf}) end},
+         {setopt_bool_not_bool, {returned, {error, {invalid, {socket_option, {socket, keepalive}, notbool}}}},
+          fun() -> Mod:setopt(C, {socket, keepalive}, notbool) end},
+         {setopt_bad_linger, {returned, {error, {invalid, {socket_option, {socket, linger}, bad}}}},
+          fun() -> Mod:setopt(C, {socket, linger}, bad) end},
+         {setopt_bad_linger_map, {returned, {error, {invalid, {socket_option, {socket, linger}, #{onoff => 1}}}}},
+          fun() -> Mod:setopt(C, {socket, linger}, #{onoff => 1}) end},
+         {setopt_int_not_int, {returned, {error, {invalid, {socket_option, {socket, rcvbuf}, big}}}},
+          fun() -> Mod:setopt(C, {socket, rcvbuf}, big) end},
+         {setopt_nodelay_int, {returned, {error, {invalid, {socket_option, {tcp, nodelay}, 1}}}},
+          fun() -> Mod:setopt(C, {tcp, nodelay}, 1) end},
+         %% an option that is not a {Level, Opt} tuple
+         {getopt_not_tuple, not_tuple_option_result(Mod), fun() -> Mod:getopt(C, bad) end},
+         {setopt_not_tuple, not_tuple_option_result(Mod), fun() -> Mod:setopt(C, bad, 1) end}],
+    check_table(Table),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures sockname/peername return #{family, addr, port} maps that agree
+%% between the two ends, and peername of a listener is {error, enotconn}.
+api_sockname_peername(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    {ok, #{family := inet, addr := {127,0,0,1}, port := LP} = LName} = Mod:sockname(L),
+    true = is_integer(LP) andalso LP > 0,
+    LName = #{family => inet, addr => {127,0,0,1}, port => LP},
+    {ok, CName} = Mod:sockname(C),
+    #{family := inet, addr := {127,0,0,1}, port := CP} = CName,
+    CName = #{family => inet, addr => {127,0,0,1}, port => CP},
+    {ok, CName} = Mod:peername(A),
+    {ok, LName} = Mod:peername(C),
+    {ok, LName} = Mod:sockname(A),
+    {error, enotconn} = Mod:peername(L),
+    {ok, X} = Mod:open(inet, stream, tcp),
+    {error, enotconn} = Mod:peername(X),
+    {ok, #{family := inet, port := 0}} = Mod:sockname(X),
+    close_all(Mod, [X, C, A, L]).
+
+%% Ensures shutdown(S, write) gives the peer {error, closed} while the other
+%% direction still works, and further sends fail with epipe.
+api_shutdown_write(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    ok = Mod:send(C, <<"last">>),
+    ok = Mod:shutdown(C, write),
+    {ok, <<"last">>} = Mod:recv(A, 4, ?T),
+    {error, closed} = Mod:recv(A, 0, ?T),
+    ok = Mod:send(A, <<"back">>),
+    {ok, <<"back">>} = Mod:recv(C, 4, ?T),
+    {error, epipe} = Mod:send(C, <<"x">>),
+    ok = Mod:shutdown(C, write),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures shutdown(S, read_write) makes the peer see EOF, read shutdown is
+%% accepted, and shutdown of an unconnected socket is {error, enotconn}.
+api_shutdown_read_write(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    ok = Mod:shutdown(C, read_write),
+    {error, closed} = Mod:recv(A, 0, ?T),
+    {error, epipe} = Mod:send(C, <<"x">>),
+    {L2, C2, A2} = pair(Mod),
+    ok = Mod:shutdown(C2, read),
+    ok = Mod:send(C2, <<"still">>),
+    {ok, <<"still">>} = Mod:recv(A2, 5, ?T),
+    {ok, X} = Mod:open(inet, stream, tcp),
+    {error, enotconn} = Mod:shutdown(X, write),
+    close_all(Mod, [X, C, A, L, C2, A2, L2]).
+
+%% Ensures is_socket/1 is true for sockets (open or closed) and false for
+%% other terms (for socket, which has no is_socket/1, the helper checks the
+%% documented {'$socket', Ref} representation).
+api_is_socket(Config) ->
+    Mod = mod(Config),
+    {ok, S} = Mod:open(inet, stream, tcp),
+    true = is_sock(Mod, S),
+    ok = Mod:close(S),
+    true = is_sock(Mod, S),
+    [false = is_sock(Mod, X)
+     || X <- [not_a_socket, make_ref(), self(), <<"s">>, {'$nifsock', x},
+              {'$socket', x}, {}, 42, [], #{}]],
+    ok.
+
+%% Ensures info/1 returns a map with the keys socket:info/1 has (domain, type,
+%% protocol, owner, counters, ...) and the right values for a TCP socket.
+api_info_socket(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    Info = Mod:info(C),
+    true = is_map(Info),
+    %% the keys socket:info/1 has for a stream socket
+    Keys = [domain, type, protocol, owner, counters, ctype, num_readers,
+            num_writers, num_acceptors, rstates, wstates],
+    [] = [K || K <- Keys, not maps:is_key(K, Info)],
+    #{domain := inet, type := stream, protocol := tcp, owner := Owner,
+      counters := Counters} = Info,
+    Owner = self(),
+    true = is_map(Counters),
+    LInfo = Mod:info(L),
+    true = is_map(LInfo),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures info/0 returns a map of integer counters.
+api_info_global(Config) ->
+    Mod = mod(Config),
+    Info = Mod:info(),
+    true = is_map(Info),
+    Counters = case Mod of
+                   socket -> maps:get(counters, Info);
+                   _ -> Info
+               end,
+    true = is_map(Counters) andalso map_size(Counters) > 0,
+    [] = [KV || {_, V} = KV <- maps:to_list(Counters), not is_integer(V)],
+    ok.
+
+%% Ensures send/2,3,4 accept binaries and nested iolists (binaries, bytes,
+%% sub-lists) and the peer receives exactly the flattened bytes in order.
+api_send_iolist(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    Parts = [<<"bin">>,
+             [$a, [$b, <<"cd">>, [[]], <<>>], 0, 255],
+             [[[<<"deep">>]], $!],
+             [],
+             [<<"x">> | <<"tail">>]],
+    Sends = [fun(D) -> Mod:send(C, D) end,
+             fun(D) -> Mod:send(C, D, []) end,
+             fun(D) -> Mod:send(C, D, ?T) end,
+             fun(D) -> Mod:send(C, D, infinity) end,
+             fun(D) -> Mod:send(C, D, [], ?T) end,
+             fun(D) -> Mod:send(C, D, nowait) end],
+    Expected = iolist_to_binary([iolist_to_binary(Parts) || _ <- Sends]),
+    [ok = Send(Parts) || Send <- Sends],
+    Expected = recv_exact(Mod, A, byte_size(Expected)),
+    ok = Mod:send(C, <<>>),
+    ok = Mod:send(C, []),
+    {error, timeout} = Mod:recv(A, 0, 100),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures a send that cannot complete within timeout 0 / N ms returns
+%% {error, {timeout, Rest}} with Rest the unsent tail (a send that writes
+%% nothing gives {error, timeout}), and the peer receives exactly the
+%% flattened bytes in order once it reads.
+api_send_partial_timeout(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = small_buf_pair(Mod),
+    {Data, Flat} = big_iolist(),
+    {error, {timeout, Rest1}} = Mod:send(C, Data, 0),
+    check_tail(Mod, Rest1, Flat),
+    %% Keep sending the tail with 100 ms timeouts until a call writes nothing
+    %% (the kernel may still move some bytes to the peer meanwhile).
+    Rest = send_until_stuck(Mod, C, Rest1, 100),
+    Reader = start_reader(Mod, A, byte_size(Flat) + 3),
+    ok = Mod:send(C, Rest),
+    ok = Mod:send(C, [<<"e">>, "nd"]),
+    Got = reader_result(Reader),
+    Got = <<Flat/binary, "end">>,
+    close_all(Mod, [C, A, L]).
+
+%% Ensures send nowait of more than fits returns {select, {SelectInfo, Rest}}
+%% (tag send), a select message comes when the peer reads, and continuing
+%% with the select info delivers exactly the flattened bytes in order.
+api_send_partial_nowait(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = small_buf_pair(Mod),
+    {Data, Flat} = big_iolist(),
+    {select, {{select_info, Tag, H} = SI, Rest}} = Mod:send(C, Data, nowait),
+    true = is_send_tag(Tag),
+    true = is_reference(H),
+    check_tail(Mod, Rest, Flat),
+    Reader = start_reader(Mod, A, byte_size(Flat)),
+    expect_msg(Mod, C, select, H),
+    ok = send_cont(Mod, C, Rest, SI, 1000),
+    Got = reader_result(Reader),
+    Got = Flat,
+    close_all(Mod, [C, A, L]).
+
+%%--------------------------------------------------------------------
+%% Helpers
+%%--------------------------------------------------------------------
+
+mod(Config) ->
+    case proplists:get_value(mod, Config) of
+        undefined -> ct:fail(no_mod_in_config);
+        Mod -> Mod
+    end.
+
+tag(socket) -> '$socket';
+tag(nifsock) -> '$nifsock'.
+
+%% The socket-compatible part of the API (name/arity).
+common_api() ->
+    [{open, 1}, {open, 2}, {open, 3}, {open, 4},
+     {bind, 2},
+     {connect, 1}, {connect, 2}, {connect, 3},
+     {listen, 1}, {listen, 2},
+     {accept, 1}, {accept, 2},
+     {send, 2}, {send, 3}, {send, 4},
+     {recv, 1}, {recv, 2}, {recv, 3}, {recv, 4},
+     {close, 1}, {shutdown, 2},
+     {setopt, 3}, {getopt, 2},
+     {sockname, 1}, {peername, 1},
+     {cancel, 2},
+     {info, 0}, {info, 1}].
+
+%% nifsock functions socket does not have.
+nifsock_extensions() ->
+    [{controlling_process, 2}, {is_socket, 1}].
+
+is_sock(nifsock, X) -> nifsock:is_socket(X);
+is_sock(socket, {'$socket', R}) -> is_reference(R);
+is_sock(socket, _) -> false.
+
+set_owner(nifsock, S, Pid) -> nifsock:controlling_process(S, Pid);
+set_owner(socket, S, Pid) -> socket:setopt(S, {otp, controlling_process}, Pid).
+
+%% socket has no controlling_process/2; its setopt({otp, controlling_process})
+%% says {error, {invalid, not_owner}}. nifsock:controlling_process/2 follows
+%% gen_tcp: {error, not_owner}.
+%% nifsock:setopt(S, {otp, controlling_process}, Pid) is controlling_process/2,
+%% so it returns {error, not_owner} too.
+not_owner_error(nifsock) -> {error, not_owner};
+not_owner_error(socket) -> {error, {invalid, not_owner}}.
+
+getopt_not_socket_reason(socket) -> function_clause;
+getopt_not_socket_reason(nifsock) -> badarg.
+
+%% socket:getopt(S, bad) / setopt(S, bad, V) *throw* {invalid, {socket_option,
+%% bad}} (from prim_socket); nifsock raises badarg (the option is not a tuple).
+not_tuple_option_result(socket) -> {throw, {invalid, {socket_option, bad}}};
+not_tuple_option_result(nifsock) -> {error, badarg}.
+
+%% Table of {Name, Expected, Fun}: Expected is what raised(Fun) gives. Fails
+%% listing every mismatch as {Name, {expected, E}, {got, G}}.
+check_table(Table) ->
+    Bad = [{Name, {expected, Exp}, {got, Got}}
+           || {Name, Exp, F} <- Table, (Got = raised(F)) =/= Exp],
+    case Bad of
+        [] -> ok;
+        _ -> ct:fail({mismatches, Bad})
+    end.
+
+is_send_tag(send) -> true;
+is_send_tag({send, _}) -> true;
+is_send_tag(_) -> false.
+
+raised(F) ->
+    try F() of
+        V -> {returned, V}
+    catch
+        error:R -> {error, R};
+        throw:R -> {throw, R};
+        exit:R -> {exit, R}
+    end.
+
+loopback(inet) -> {127,0,0,1};
+loopback(inet6) -> {0,0,0,0,0,0,0,1}.
+
+%% {ListenSocket, ConnectAddress}
+listener(Mod, Fam) ->
+    {ok, L} = Mod:open(Fam, stream, tcp),
+    ok = Mod:bind(L, #{family => Fam, addr => loopback(Fam), port => 0}),
+    ok = Mod:listen(L, 128),
+    {ok, #{port := P}} = Mod:sockname(L),
+    {L, #{family => Fam, addr => loopback(Fam), port => P}}.
+
+local_listener(Mod, Path) ->
+    {ok, L} = Mod:open(local, stream),
+    Addr = #{family => local, path => Path},
+    ok = Mod:bind(L, Addr),
+    ok = Mod:listen(L),
+    {L, Addr}.
+
+pair(Mod) ->
+    {L, Addr} = listener(Mod, inet),
+    {C, A} = connect_accept(Mod, L, Addr),
+    {L, C, A}.
+
+connect_accept(Mod, L, #{family := Fam} = Addr) ->
+    {ok, C} = case Fam of
+                  local -> Mod:open(local, stream);
+                  _ -> Mod:open(Fam, stream, tcp)
+              end,
+    ok = Mod:connect(C, Addr),
+    {ok, A} = Mod:accept(L, ?T),
+    {C, A}.
+
+%% A connected pair whose sender C has a small send buffer and whose
+%% receiver A a small receive buffer, so big sends block quickly.
+small_buf_pair(Mod) ->
+    {ok, L} = Mod:open(inet, stream, tcp),
+    ok = Mod:setopt(L, {socket, rcvbuf}, 4096),
+    ok = Mod:bind(L, #{family => inet, addr => {127,0,0,1}, port => 0}),
+    ok = Mod:listen(L),
+    {ok, Addr} = Mod:sockname(L),
+    {ok, C} = Mod:open(inet, stream, tcp),
+    ok = Mod:setopt(C, {socket, sndbuf}, 4096),
+    ok = Mod:connect(C, Addr),
+    {ok, A} = Mod:accept(L, ?T),
+    ok = Mod:setopt(A, {socket, rcvbuf}, 4096),
+    {L, C, A}.
+
+%% A nested iolist of about 4 MiB (random bytes, so reordering would show)
+%% and its flattening.
+big_iolist() ->
+    Half = rand:bytes(?BIG div 2),
+    Data = [<<"head:">>,
+            [$a, [$b, Half], 0, 255],
+            [[<<"mid">>], rand:bytes(?BIG div 2 - 7)],
+            <<"tail">>],
+    {Data, iolist_to_binary(Data)}.
+
+%% socket returns the unsent rest of a partial send as a binary; nifsock
+%% documents it as iodata (the remaining part of its iovec, not flattened).
+check_tail(Mod, Rest0, Flat0) ->
+    case Mod of
+        socket -> true = is_binary(Rest0);
+        nifsock -> true = is_binary(Rest0) orelse is_list(Rest0)
+    end,
+    Rest = iolist_to_binary(Rest0),
+    Flat = iolist_to_binary(Flat0),
+    Sz = byte_size(Rest),
+    true = Sz > 0 andalso Sz < byte_size(Flat),
+    Rest = binary:part(Flat, byte_size(Flat) - Sz, Sz),
+    ok.
+
+%% Send Rest with a 100 ms timeout until a call writes nothing
+%% ({error, timeout}); each partial write must return the exact unsent tail.
+send_until_stuck(_Mod, _S, _Rest, 0) ->
+    ct:fail(send_never_blocked);
+send_until_stuck(Mod, S, Rest, N) ->
+    case Mod:send(S, Rest, 100) of
+        {error, timeout} ->
+            Rest;
+        {error, {timeout, Rest2}} ->
+            check_tail(Mod, Rest2, Rest),
+            send_until_stuck(Mod, S, Rest2, N - 1);
+        Other ->
+            ct:fail({send_until_stuck, Other})
+    end.
+
+%% Continue a partial nowait send with its select info until all is sent.
+send_cont(_Mod, _S, _Rest, _SI, 0) ->
+    ct:fail(send_never_finished);
+send_cont(Mod, S, Rest, SI, N) ->
+    case Mod:send(S, Rest, SI, nowait) of
+        ok ->
+            ok;
+        {select, {{select_info, Tag, H} = SI2, Rest2}} ->
+            true = is_send_tag(Tag),
+            check_tail(Mod, Rest2, Rest),
+            expect_msg(Mod, S, select, H),
+            send_cont(Mod, S, Rest2, SI2, N - 1);
+        {select, {select_info, Tag, H} = SI2} ->
+            true = is_send_tag(Tag),
+            expect_msg(Mod, S, select, H),
+            send_cont(Mod, S, Rest, SI2, N - 1);
+        Other ->
+            ct:fail({send_cont, Other})
+    end.
+
+start_reader(Mod, S, N) ->
+    Self = self(),
+    spawn_link(fun() -> Self ! {read, self(), recv_exact(Mod, S, N)} end).
+
+reader_result(Reader) ->
+    receive {read, Reader, Bin} -> Bin
+    after 30000 -> ct:fail(reader_timeout)
+    end.
+
+%% Receive exactly N bytes with recv(S, 0, ...) calls.
+recv_exact(Mod, S, N) ->
+    recv_exact(Mod, S, N, []).
+recv_exact(_Mod, _S, 0, Acc) ->
+    iolist_to_binary(lists:reverse(Acc));
+recv_exact(Mod, S, N, Acc) when N > 0 ->
+    case Mod:recv(S, 0, ?T) of
+        {ok, B} when byte_size(B) =< N -> recv_exact(Mod, S, N - byte_size(B), [B | Acc]);
+        {ok, B} -> ct:fail({recv_too_much, byte_size(B), N});
+        Other -> ct:fail({recv_exact, Other, N})
+    end.
+
+%% Call F until it returns {ok, Bin} of N bytes (accumulating).
+recv_until(Mod, F, N) ->
+    recv_until(Mod, F, N, <<>>).
+recv_until(_Mod, _F, N, Acc) when byte_size(Acc) >= N ->
+    {ok, Acc};
+recv_until(Mod, F, N, Acc) ->
+    {ok, B} = F(),
+    recv_until(Mod, F, N, <<Acc/binary, B/binary>>).
+
+echo(Mod, Fam) ->
+    {L, Addr} = listener(Mod, Fam),
+    {ok, #{family := Fam, addr := Loop, port := P}} = Mod:sockname(L),
+    Loop = loopback(Fam),
+    true = P > 0,
+    {C, A} = connect_accept(Mod, L, Addr),
+    {ok, CName} = Mod:sockname(C),
+    {ok, CName} = Mod:peername(A),
+    {ok, #{family := Fam, addr := Loop, port := P}} = Mod:peername(C),
+    echo_roundtrip(Mod, C, A),
+    close_all(Mod, [C, A, L]).
+
+%% Spawn an echo process on A, send from C, check the bytes come back.
+echo_roundtrip(Mod, C, A) ->
+    Msg = rand:bytes(10000),
+    Self = self(),
+    Echo = spawn_link(fun() ->
+                              B = recv_exact(Mod, A, byte_size(Msg)),
+                              ok = Mod:send(A, B),
+                              Self ! {echoed, self()}
+                      end),
+    ok = Mod:send(C, Msg),
+    Msg = recv_exact(Mod, C, byte_size(Msg)),
+    receive {echoed, Echo} -> ok after ?T -> ct:fail(echo_stuck) end,
+    ok.
+
+close_all(Mod, Socks) ->
+    [_ = (catch Mod:close(S)) || S <- Socks],
+    ok.
+
+ipv6_ok(Mod) ->
+    try Mod:open(inet6, stream, tcp) of
+        {ok, S} ->
+            R = Mod:bind(S, #{family => inet6, addr => {0,0,0,0,0,0,0,1}, port => 0}),
+            _ = Mod:close(S),
+            R =:= ok;
+        _ ->
+            false
+    catch _:_ ->
+            false
+    end.
+
+make_tmp_dir() ->
+    Dir = filename:join("/tmp", "nifsock_ct_" ++ integer_to_list(erlang:unique_integer([positive]))
+                        ++ "_" ++ os:getpid()),
+    ok = file:make_dir(Dir),
+    Dir.
+
+expect_msg(Mod, S, Kind, Info) ->
+    T = tag(Mod),
+    receive {T, S, Kind, Info} -> ok
+    after ?T ->
+            {messages, Ms} = process_info(self(), messages),
+            ct:fail({missing_message, {T, S, Kind, Info}, Ms})
+    end.
+
+assert_no_msg(Mod, S, Ms) ->
+    T = tag(Mod),
+    receive {T, S, _, _} = M -> ct:fail({unexpected_message, M})
+    after Ms -> ok
+    end.
+
+assert_no_accepts(Ms) ->
+    receive {accepted, _, _} = M -> ct:fail({unexpected_accept, M})
+    after Ms -> ok
+    end.
+
+flush_all() ->
+    receive _ -> flush_all() after 0 -> ok end.
+
+%% Give P (bounded, up to ~1 s) the chance to block in its call, i.e. sit in
+%% a receive. This only orders events; it asserts nothing (an implementation
+%% that blocks some other way is still tested, just with less certainty that
+%% the call was already waiting).
+wait_blocked(P) ->
+    wait_blocked(P, 100).
+wait_blocked(P, 0) ->
+    ct:log("~p never reached status waiting", [P]);
+wait_blocked(P, N) ->
+    case process_info(P, status) of
+        {status, waiting} -> ok;
+        undefined -> ct:fail({process_died, P});
+        _ -> timer:sleep(10), wait_blocked(P, N - 1)
+    end.
+
+%% Retry F until Done(Result) is true (bounded: 200 x 10 ms).
+poll(F, Done) -> poll(F, Done, 200).
+poll(_F, _Done, 0) -> ct:fail(poll_timeout);
+poll(F, Done, N) ->
+    R = F(),
+    case Done(R) of
+        true -> R;
+        false -> timer:sleep(10), poll(F, Done, N - 1)
+    end.
+
+poll_true(F) ->
+    true = poll(F, fun(B) -> B end),
+    ok.
+
+server_loop() ->
+    receive
+        {do, From, Ref, F} -> From ! {Ref, F()}, server_loop()
+    end.
+
+do(Pid, F) ->
+    Ref = make_ref(),
+    Pid ! {do, self(), Ref, F},
+    receive {Ref, R} -> R after ?T -> ct:fail({no_reply, Pid}) end.
+
+kill_and_wait(Pid) ->
+    MRef = erlang:monitor(process, Pid),
+    exit(Pid, kill),
+    receive {'DOWN', MRef, process, Pid, _} -> ok after ?T -> ct:fail({still_alive, Pid}) end.
+
+acceptor_loop(Mod, L, Parent) ->
+    case Mod:accept(L, infinity) of
+        {ok, A} ->
+            {ok, #{port := Port}} = Mod:peername(A),
+            Parent ! {accepted, self(), Port},
+            _ = Mod:close(A),
+            acceptor_loop(Mod, L, Parent);
+        Other ->
+            Parent ! {acceptor_done, self(), Other}
+    end.
+
+fd_count() ->
+    {ok, Fs} = file:list_dir("/proc/self/fd"),
+    length(Fs).
+
+%% Open socket fds of this OS process as {Fd, Link} (link names the inode).
+socket_fds() ->
+    {ok, Fs} = file:list_dir("/proc/self/fd"),
+    lists:sort([{F, Link} || F <- Fs,
+                             {ok, Link} <- [file:read_link("/proc/self/fd/" ++ F)],
+                             lists:prefix("socket:", Link)]).

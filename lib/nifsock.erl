@@ -18,6 +18,7 @@
 -export([open/1, open/2, open/3, open/4, bind/2, listen/1, listen/2,
          accept/1, accept/2, connect/1, connect/2, connect/3,
          recv/1, recv/2, recv/3, recv/4, send/2, send/3, send/4,
+         sendfile/2, sendfile/3, sendfile/4, sendfile/5,
          close/1, shutdown/2, setopt/3, getopt/2, sockname/1, peername/1,
          cancel/2, controlling_process/2, is_socket/1, info/0, info/1]).
 
@@ -362,6 +363,101 @@ unwrap([B]) -> B;
 unwrap(IOV) -> IOV.
 
 %%% ------------------------------------------------------------------
+%%% sendfile
+
+%% @equiv sendfile(S, File, 0, 0, infinity)
+-spec sendfile(socket(), file:fd()) ->
+          {ok, non_neg_integer()} | {error, reason() | {reason(), non_neg_integer()}}.
+sendfile(S, File) ->
+    sendfile(S, File, 0, 0, infinity).
+
+%% @equiv sendfile(S, File, 0, 0, Timeout)
+-spec sendfile(socket(), file:fd(), timeout_spec()) ->
+          {ok, non_neg_integer()} | {select, {select_info(), non_neg_integer()}} |
+          {error, reason() | {reason(), non_neg_integer()}}.
+sendfile(S, File, Timeout) ->
+    sendfile(S, File, 0, 0, Timeout).
+
+%% @equiv sendfile(S, File, Offset, Count, infinity)
+-spec sendfile(socket(), file:fd(), non_neg_integer(), non_neg_integer()) ->
+          {ok, non_neg_integer()} | {error, reason() | {reason(), non_neg_integer()}}.
+sendfile(S, File, Offset, Count) ->
+    sendfile(S, File, Offset, Count, infinity).
+
+%% @doc Sends `Count' bytes (0: up to the end of the file) of a raw file
+%% (`file:open(Name, [raw, read])') from `Offset' with sendfile(2). The socket
+%% is non-blocking: a full socket buffer makes the caller wait for a select,
+%% never a scheduler. Returns the bytes sent.
+-spec sendfile(socket(), file:fd(), non_neg_integer(), non_neg_integer(), timeout_spec()) ->
+          {ok, non_neg_integer()} | {select, {select_info(), non_neg_integer()}} |
+          {error, reason() | {reason(), non_neg_integer()}}.
+sendfile(?SOCK(_) = S, File, Offset, Count, Timeout)
+  when is_integer(Offset), Offset >= 0, is_integer(Count), Count >= 0 ->
+    case file_fd(File) of
+        {ok, Fd} ->
+            case deadline(Timeout) of
+                {handle, H} ->
+                    sendfile_nowait(S, Fd, Offset, Count, H, 0);
+                Deadline ->
+                    sendfile_wait(S, Fd, Offset, Count, make_ref(), Deadline, 0)
+            end;
+        error ->
+            {error, {invalid, {file, File}}}
+    end;
+sendfile(S, File, Offset, Count, Timeout) ->
+    erlang:error(badarg, [S, File, Offset, Count, Timeout]).
+
+%% The OS fd of a raw file (prim_file hands out its native handle).
+file_fd(File) ->
+    try prim_file:get_handle(File) of
+        <<Fd:32/signed-native>> -> {ok, Fd};
+        _ -> error
+    catch _:_ -> error
+    end.
+
+sendfile_nowait(S, Fd, Offset, Count, H, Sent) ->
+    case nifsock_nif:sendfile(S, Fd, Offset, Count, H, nowait) of
+        {ok, N} -> {ok, Sent + N};
+        {more, N} -> sendfile_nowait(S, Fd, Offset + N, sendfile_left(Count, N), H, Sent + N);
+        {select, N} -> {select, {?SELECT_INFO(sendfile, H), Sent + N}};
+        {error, {Reason, N}} -> {error, {Reason, Sent + N}};
+        {error, Reason} when Sent > 0 -> {error, {Reason, Sent}};
+        {error, _} = Error -> Error
+    end.
+
+sendfile_wait(S, Fd, Offset, Count, H, Deadline, Sent) ->
+    Mode = case Deadline of zero -> zero; _ -> wait end,
+    case nifsock_nif:sendfile(S, Fd, Offset, Count, H, Mode) of
+        {ok, N} ->
+            {ok, Sent + N};
+        {more, N} when Mode =:= zero ->
+            sendfile_error(timeout, Sent + N);
+        {more, N} ->
+            sendfile_wait(S, Fd, Offset + N, sendfile_left(Count, N), H, Deadline, Sent + N);
+        {select, N} ->
+            Sent1 = Sent + N,
+            receive
+                ?MSG(S, select, H) ->
+                    sendfile_wait(S, Fd, Offset + N, sendfile_left(Count, N), H, Deadline, Sent1);
+                ?MSG(S, abort, {H, Reason}) ->
+                    sendfile_error(Reason, Sent1)
+            after remaining(Deadline) ->
+                    _ = cancel_wait(S, sendfile, H),
+                    sendfile_error(timeout, Sent1)
+            end;
+        {error, {Reason, N}} ->
+            sendfile_error(Reason, Sent + N);
+        {error, Reason} ->
+            sendfile_error(Reason, Sent)
+    end.
+
+sendfile_left(0, _N) -> 0;
+sendfile_left(Count, N) -> Count - N.
+
+sendfile_error(Reason, 0) -> {error, Reason};
+sendfile_error(Reason, Sent) -> {error, {Reason, Sent}}.
+
+%%% ------------------------------------------------------------------
 %%% Ending
 
 %% @doc Closes the socket. Waiters get `{'$nifsock', S, abort, {Handle, closed}}'.
@@ -494,6 +590,7 @@ deadline(H) when is_reference(H) -> {handle, H};
 deadline(T) -> erlang:error({invalid, {timeout, T}}).
 
 remaining(infinity) -> infinity;
+remaining(zero) -> 0;
 remaining(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).
 
 timed_out(S, Op, H) ->

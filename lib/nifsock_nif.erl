@@ -4,12 +4,12 @@
 -module(nifsock_nif).
 
 -export([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
-         recv/5, take_partial/1, send/5, close/1, finish_close/1, shutdown/2,
+         recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
          setopt/4, getopt/3, sockname/1, peername/1, cancel/3,
          controlling_process/2, info/1, stats/0]).
 
 -nifs([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
-       recv/5, take_partial/1, send/5, close/1, finish_close/1, shutdown/2,
+       recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
        setopt/4, getopt/3, sockname/1, peername/1, cancel/3,
        controlling_process/2, info/1, stats/0]).
 
@@ -59,6 +59,10 @@ take_partial(_S) -> erlang:nif_error(nif_not_loaded).
 -spec send(sock(), [binary()], list(), term(), mode()) ->
           ok | {select, non_neg_integer()} | {more, non_neg_integer()} | {error, term()}.
 send(_S, _IOV, _Flags, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).
+
+-spec sendfile(sock(), integer(), integer(), non_neg_integer(), term(), mode()) ->
+          {ok, non_neg_integer()} | {more | select, non_neg_integer()} | {error, term()}.
+sendfile(_S, _FileFd, _Offset, _Count, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).
 
 -spec close(sock()) -> ok | linger | {error, term()}.
 close(_S) -> erlang:nif_error(nif_not_loaded).

@@ -12,7 +12,7 @@ rustler::atoms! {
     // sockaddr keys and special addresses
     family, addr, port, flowinfo, scope_id, path, any, loopback, broadcast,
     // recv modes and ops
-    wait, nowait, zero, recv, send, accept, connect, msg_flag, owner,
+    wait, nowait, zero, recv, send, accept, connect, msg_flag, owner, sendfile,
     // shutdown
     read, write, read_write,
     // option values and keys

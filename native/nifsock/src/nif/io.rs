@@ -7,7 +7,7 @@ use crate::error::Error;
 use crate::lifecycle::{self, Cancelled};
 use crate::nif::args::{self, Mode, Sock};
 use crate::sys::select::Dir;
-use crate::{recv, send};
+use crate::{recv, send, sendfile};
 
 #[rustler::nif]
 fn recv<'a>(
@@ -41,12 +41,28 @@ fn send<'a>(
     send::send(env, sock, iov, flags, handle, mode)
 }
 
+#[rustler::nif]
+fn sendfile<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    file_fd: i32,
+    offset: i64,
+    count: u64,
+    handle: Term<'a>,
+    mode: Mode,
+) -> NifResult<Term<'a>> {
+    if file_fd < 0 || offset < 0 {
+        return args::error(env, Error::Invalid("sendfile"));
+    }
+    sendfile::sendfile(env, sock, file_fd, offset, count, handle, mode)
+}
+
 /// cancel(S, Op, Handle): `ok`, `select_sent` (flush the message), `not_found`, `{error, closed}`.
 #[rustler::nif]
 fn cancel<'a>(env: Env<'a>, sock: Sock<'a>, op: Atom, handle: Term<'a>) -> NifResult<Term<'a>> {
     let dir = if op == atoms::recv() || op == atoms::accept() {
         Dir::Read
-    } else if op == atoms::send() || op == atoms::connect() {
+    } else if op == atoms::send() || op == atoms::connect() || op == atoms::sendfile() {
         Dir::Write
     } else {
         return args::error(env, Error::Invalid("select_info"));

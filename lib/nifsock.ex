@@ -207,6 +207,35 @@ defmodule Nifsock do
           | {:error, reason() | {reason(), iodata()}}
   defdelegate send(socket, data, flags_or_continuation, timeout), to: :nifsock
 
+  @doc "Sends a whole raw file, as `sendfile(socket, file, 0, 0, :infinity)`."
+  @spec sendfile(socket(), :file.fd()) ::
+          {:ok, non_neg_integer()} | {:error, reason() | {reason(), non_neg_integer()}}
+  defdelegate sendfile(socket, file), to: :nifsock
+
+  @doc "Sends a whole raw file with a timeout, as `sendfile(socket, file, 0, 0, timeout)`."
+  @spec sendfile(socket(), :file.fd(), timeout_spec()) ::
+          {:ok, non_neg_integer()}
+          | {:select, {select_info(), non_neg_integer()}}
+          | {:error, reason() | {reason(), non_neg_integer()}}
+  defdelegate sendfile(socket, file, timeout), to: :nifsock
+
+  @doc "Sends `count` bytes from `offset`, as `sendfile(socket, file, offset, count, :infinity)`."
+  @spec sendfile(socket(), :file.fd(), non_neg_integer(), non_neg_integer()) ::
+          {:ok, non_neg_integer()} | {:error, reason() | {reason(), non_neg_integer()}}
+  defdelegate sendfile(socket, file, offset, count), to: :nifsock
+
+  @doc """
+  Sends `count` bytes (0: up to the end of the file) of a raw file
+  (`File.open(path, [:raw, :read])`) from `offset` with `sendfile(2)`.
+  Returns the bytes sent; a partial send is `{:error, {reason, sent}}`, or
+  `{:select, {select_info, sent}}` with `:nowait`.
+  """
+  @spec sendfile(socket(), :file.fd(), non_neg_integer(), non_neg_integer(), timeout_spec()) ::
+          {:ok, non_neg_integer()}
+          | {:select, {select_info(), non_neg_integer()}}
+          | {:error, reason() | {reason(), non_neg_integer()}}
+  defdelegate sendfile(socket, file, offset, count, timeout), to: :nifsock
+
   # ------------------------------------------------------------------
   # Ending
 

@@ -13,6 +13,9 @@ rustler::atoms! {
     family, addr, port, flowinfo, scope_id, path, any, loopback, broadcast,
     // recv modes and ops
     wait, nowait, zero, recv, send, accept, connect, msg_flag, owner, sendfile,
+    // nifsock_tcp messages and options
+    nifsock, nifsock_closed, nifsock_error, nifsock_passive, active, once,
+    raw, line, infinity, packet, packet_size, mode, send_timeout, list, binary,
     // shutdown
     read, write, read_write,
     // option values and keys

@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::lifecycle;
 use crate::nif::args::{self, Mode, Sock};
 use crate::opts;
-use crate::socket::Socket;
+use crate::socket::{Active, Socket, TcpOpts};
 use crate::stats;
 use crate::sys::msg;
 use crate::sys::resource::Owned;
@@ -23,6 +23,7 @@ pub fn wrap<'a>(
     fd: RawFd,
     family: Family,
     close_may_block: bool,
+    tcp: TcpOpts,
 ) -> Result<Term<'a>> {
     stats::FDS.up();
     let Some(owner) = msg::self_pid(env) else {
@@ -38,7 +39,11 @@ pub fn wrap<'a>(
     };
     let obj = owned.obj();
     let mon = msg::monitor(crate::sys::env::EnvRef::of(env), obj, &owner);
-    obj.socket().lock().owner_mon = mon;
+    {
+        let mut st = obj.socket().lock();
+        st.owner_mon = mon;
+        st.tcp = tcp;
+    }
     let term = lifecycle::sock_term(env, obj);
     drop(owned); // the term holds the object now
     Ok(term)
@@ -47,7 +52,7 @@ pub fn wrap<'a>(
 /// socket(2), non-blocking and close-on-exec.
 pub fn open<'a>(env: Env<'a>, family: Family, protocol: i32) -> Result<Term<'a>> {
     let fd = syscall::socket(family.raw(), libc::SOCK_STREAM, protocol)?;
-    wrap(env, fd, family, false)
+    wrap(env, fd, family, false, TcpOpts::default())
 }
 
 /// Adopts a foreign fd (a dup of it unless `dup` is false). Its linger state is
@@ -73,7 +78,7 @@ pub fn adopt<'a>(env: Env<'a>, fd: RawFd, dup: bool) -> Result<Term<'a>> {
         }
         return Err(Error::Os(e));
     }
-    wrap(env, own, family, may_block)
+    wrap(env, own, family, may_block, TcpOpts::default())
 }
 
 /// accept(L, Handle, Mode): `{ok, S}`, `select`, `{error, R}`.
@@ -89,8 +94,13 @@ pub fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> Ni
                 stats::ACCEPTS.incr();
                 tracing::trace!(fd, op = "accept");
                 lifecycle::done(env, l.obj, Dir::Read, &caller);
-                // Linux copies SO_LINGER to the accepted socket: inherit our record of it.
-                return args::value(env, wrap(env, fd, l.s.family, l.s.close_may_block()));
+                // Linux copies SO_LINGER to the accepted socket: inherit our record of
+                // it, and nifsock_tcp's framing options (never the active mode).
+                let tcp = TcpOpts {
+                    active: Active::Off,
+                    ..l.s.lock().tcp
+                };
+                return args::value(env, wrap(env, fd, l.s.family, l.s.close_may_block(), tcp));
             }
             Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
                 stats::ACCEPTS_EAGAIN.incr();

@@ -15,13 +15,16 @@ pub mod fd_cell;
 pub mod lifecycle;
 pub mod nif;
 pub mod opts;
+pub mod packet;
 pub mod recv;
 pub mod scratch;
 pub mod send;
+pub mod sendfile;
 pub mod socket;
 pub mod sockopt;
 pub mod stats;
 pub mod sys;
+pub mod tcp;
 pub mod unix_path;
 
 use rustler::{Env, Term};

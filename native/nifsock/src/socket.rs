@@ -66,6 +66,36 @@ pub struct Partial {
     pub filled: usize,
 }
 
+/// gen_tcp-style active delivery (`nifsock_tcp`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Active {
+    /// Passive: the owner calls recv.
+    #[default]
+    Off,
+    /// `{active, true}`.
+    Forever,
+    /// `{active, once}` (1) or `{active, N}`: messages left before passive.
+    Count(i32),
+}
+
+/// The `nifsock_tcp` options kept in the socket (inherited by accepted sockets
+/// without a syscall).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct TcpOpts {
+    /// Active mode.
+    pub active: Active,
+    /// Packet framing.
+    pub packet: crate::packet::Packet,
+    /// Largest packet accepted (0: no limit).
+    pub packet_size: usize,
+    /// Deliver lists instead of binaries.
+    pub list: bool,
+    /// On a listener: the active mode accepted sockets start in.
+    pub accept_active: Active,
+    /// `send_timeout` in ms (`None`: infinity).
+    pub send_timeout: Option<u32>,
+}
+
 /// Everything under the state mutex.
 pub struct State {
     /// Lifecycle.
@@ -91,6 +121,10 @@ pub struct State {
     pub listening: bool,
     /// A nonblocking connect is in progress.
     pub connecting: bool,
+    /// `nifsock_tcp` options.
+    pub tcp: TcpOpts,
+    /// Bytes read but not yet framed into a packet (`nifsock_tcp`).
+    pub pending: Vec<u8>,
 }
 
 impl State {
@@ -125,6 +159,8 @@ pub struct Socket {
     /// Most bytes one recv(S, 0) returns (`{otp, rcvbuf}`).
     rcvbuf: AtomicUsize,
     state: Mutex<State>,
+    /// Serialises active deliveries so messages keep the stream's order.
+    delivery: Mutex<()>,
 }
 
 impl Socket {
@@ -148,7 +184,10 @@ impl Socket {
                 pending_close: None,
                 listening: false,
                 connecting: false,
+                tcp: TcpOpts::default(),
+                pending: Vec::new(),
             }),
+            delivery: Mutex::new(()),
         }
     }
 
@@ -160,6 +199,11 @@ impl Socket {
     /// Runs `f` on the fd while no one can close it; Err(Closed) once it is gone.
     pub fn with_fd<R>(&self, f: impl FnOnce(RawFd) -> R) -> crate::error::Result<R> {
         self.fd.with(f).ok_or(crate::error::Error::Closed)
+    }
+
+    /// Held while delivering active data.
+    pub fn delivery_lock(&self) -> MutexGuard<'_, ()> {
+        self.delivery.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Whether close(2) may block.

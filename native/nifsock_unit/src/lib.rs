@@ -8,6 +8,8 @@ pub mod errno;
 pub mod fd_cell;
 #[path = "../../nifsock/src/opts.rs"]
 pub mod opts;
+#[path = "../../nifsock/src/packet.rs"]
+pub mod packet;
 #[path = "../../nifsock/src/scratch.rs"]
 pub mod scratch;
 #[path = "../../nifsock/src/unix_path.rs"]

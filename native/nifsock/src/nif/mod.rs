@@ -5,3 +5,4 @@ pub mod conn;
 pub mod io;
 pub mod misc;
 pub mod opt;
+pub mod tcp;

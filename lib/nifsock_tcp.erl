@@ -1,0 +1,384 @@
+%% @doc A gen_tcp-shaped API over nifsock: `{IP, Port}' addresses, inet-style
+%% options, active modes (`{active, true | false | once | N}') and packet
+%% framing (`{packet, raw | 0 | 1 | 2 | 4 | line}').
+%%
+%% Active messages are `{nifsock, S, Data}', `{nifsock_closed, S}',
+%% `{nifsock_error, S, Reason}' and `{nifsock_passive, S}'. An active socket's
+%% readiness goes to a pump process shared by all sockets of a scheduler; the
+%% pump's NIF call reads and sends the owner one message per packet, so no
+%% process sits between a connection and its owner. A socket made active when
+%% data is already there gets it delivered at once, without a select.
+%%
+%% Accepted sockets get the listener's options without system calls: Linux
+%% copies socket-level options (reuseaddr, keepalive, linger, buffer sizes,
+%% priority, nodelay...) to accepted sockets, and nifsock copies its own
+%% (active, packet, mode, send_timeout) inside the accept call.
+-module(nifsock_tcp).
+
+-export([listen/2, accept/1, accept/2, connect/3, connect/4, send/2, recv/2, recv/3,
+         close/1, shutdown/2, setopts/2, getopts/2, controlling_process/2,
+         peername/1, sockname/1, port/1]).
+
+-export_type([socket/0, option/0]).
+
+-define(MSG(S, Kind, Info), {'$nifsock', S, Kind, Info}).
+
+-type socket() :: nifsock:socket().
+-type option() :: binary | list | inet | inet6 | local
+                | {active, boolean() | once | -32768..32767}
+                | {packet, raw | 0 | 1 | 2 | 4 | line} | {packet_size, non_neg_integer()}
+                | {mode, binary | list} | {reuseaddr, boolean()} | {reuseport, boolean()}
+                | {nodelay, boolean()} | {keepalive, boolean()} | {backlog, integer()}
+                | {ip, inet:ip_address() | any | loopback} | {ifaddr, term()}
+                | {port, inet:port_number()} | {buffer, pos_integer()}
+                | {recbuf, pos_integer()} | {sndbuf, pos_integer()}
+                | {linger, {boolean(), non_neg_integer()}} | {send_timeout, timeout()}
+                | {exit_on_close, boolean()} | {priority, integer()} | {tos, integer()}
+                | {ipv6_v6only, boolean()} | {nopush, boolean()}
+                | {raw, integer(), integer(), binary() | integer()} | {atom(), term()}.
+
+%%% ------------------------------------------------------------------
+%%% Connections
+
+%% @doc Listens on `Port' (0: any), as `gen_tcp:listen/2'. Default backlog 5.
+-spec listen(inet:port_number(), [option()]) -> {ok, socket()} | {error, term()}.
+listen(Port, Opts) when is_integer(Port), Port >= 0, is_list(Opts) ->
+    #{domain := Domain} = P = parse(Opts, #{port => Port}),
+    with_socket(Domain, P, fun(S) ->
+        ok = ok(bind_addr(S, P)),
+        ok = ok(nifsock:listen(S, maps:get(backlog, P, 5))),
+        ok = ok(set_active(S, maps:get(active, P, true))),
+        {ok, S}
+    end);
+listen(Port, Opts) ->
+    erlang:error(badarg, [Port, Opts]).
+
+%% @equiv accept(L, infinity)
+-spec accept(socket()) -> {ok, socket()} | {error, term()}.
+accept(L) ->
+    accept(L, infinity).
+
+%% @doc Accepts a connection; it inherits the listener's options.
+-spec accept(socket(), timeout()) -> {ok, socket()} | {error, term()}.
+accept(L, Timeout) ->
+    accept_loop(L, make_ref(), deadline(Timeout)).
+
+accept_loop(L, H, Deadline) ->
+    Mode = mode(Deadline),
+    case nifsock_nif:tcp_accept(L, H, Mode, nifsock_tcp_pump:for_caller()) of
+        select ->
+            receive
+                ?MSG(L, select, H) -> accept_loop(L, H, Deadline);
+                ?MSG(L, abort, {H, Reason}) -> {error, Reason}
+            after remaining(Deadline) ->
+                    _ = nifsock:cancel(L, {select_info, accept, H}),
+                    {error, timeout}
+            end;
+        Result ->
+            Result
+    end.
+
+%% @equiv connect(Address, Port, Opts, infinity)
+-spec connect(inet:socket_address() | inet:hostname(), inet:port_number(), [option()]) ->
+          {ok, socket()} | {error, term()}.
+connect(Address, Port, Opts) ->
+    connect(Address, Port, Opts, infinity).
+
+%% @doc Connects, as `gen_tcp:connect/4'.
+-spec connect(inet:socket_address() | inet:hostname(), inet:port_number(), [option()],
+              timeout()) -> {ok, socket()} | {error, term()}.
+connect(Address, Port, Opts, Timeout) when is_integer(Port), is_list(Opts) ->
+    P0 = parse(Opts, #{}),
+    case resolve(Address, maps:get(domain, P0)) of
+        {ok, IP} ->
+            #{domain := Domain} = P = P0#{remote => IP},
+            with_socket(Domain, P, fun(S) ->
+                case maps:is_key(ip, P) orelse maps:is_key(port, P) of
+                    true -> ok = ok(bind_addr(S, P));
+                    false -> ok
+                end,
+                case nifsock:connect(S, sockaddr(Domain, IP, Port), Timeout) of
+                    ok ->
+                        ok = ok(set_active(S, maps:get(active, P, true))),
+                        {ok, S};
+                    {error, _} = Error ->
+                        throw(Error)
+                end
+            end);
+        {error, _} = Error ->
+            Error
+    end;
+connect(Address, Port, Opts, Timeout) ->
+    erlang:error(badarg, [Address, Port, Opts, Timeout]).
+
+with_socket(Domain, P, Fun) ->
+    case nifsock:open(Domain, stream, case Domain of local -> default; _ -> tcp end) of
+        {ok, S} ->
+            try
+                ok = ok(apply_sockopts(S, maps:get(sockopts, P, []))),
+                ok = ok(set_format(S, P)),
+                Fun(S)
+            catch
+                throw:{error, _} = Error ->
+                    _ = nifsock:close(S),
+                    Error
+            end;
+        Error ->
+            Error
+    end.
+
+ok(ok) -> ok;
+ok({error, _} = E) -> throw(E).
+
+%%% ------------------------------------------------------------------
+%%% Data
+
+%% @doc Sends iodata (with a length header in `{packet, N}' mode), as `gen_tcp:send/2'.
+-spec send(socket(), iodata()) -> ok | {error, term()}.
+send(S, Data) ->
+    case nifsock_nif:tcp_send_info(S) of
+        {N, Timeout} when is_integer(N) ->
+            result(nifsock:send(S, [<<(iolist_size(Data)):N/unit:8>>, Data], [], Timeout));
+        {_, Timeout} ->
+            result(nifsock:send(S, Data, [], Timeout))
+    end.
+
+result(ok) -> ok;
+result({error, {Reason, _Rest}}) -> {error, Reason};
+result({error, _} = E) -> E.
+
+%% @equiv recv(S, Length, infinity)
+-spec recv(socket(), non_neg_integer()) -> {ok, binary() | string()} | {error, term()}.
+recv(S, Length) ->
+    recv(S, Length, infinity).
+
+%% @doc Receives a packet (or `Length' bytes in raw mode; 0: what is there).
+%% `{error, einval}' on an active socket, as gen_tcp.
+-spec recv(socket(), non_neg_integer(), timeout()) -> {ok, binary() | string()} | {error, term()}.
+recv(S, Length, Timeout) when is_integer(Length), Length >= 0 ->
+    recv_loop(S, Length, make_ref(), deadline(Timeout)).
+
+recv_loop(S, Length, H, Deadline) ->
+    case nifsock_nif:tcp_recv(S, Length, H, mode(Deadline)) of
+        select ->
+            receive
+                ?MSG(S, select, H) -> recv_loop(S, Length, H, Deadline);
+                ?MSG(S, abort, {H, Reason}) -> {error, Reason}
+            after remaining(Deadline) ->
+                    _ = nifsock:cancel(S, {select_info, recv, H}),
+                    timeout_result(S)
+            end;
+        more ->
+            recv_loop(S, Length, H, Deadline);
+        {error, {Reason, _Partial}} ->
+            {error, Reason};
+        Result ->
+            Result
+    end.
+
+%% gen_tcp drops nothing on timeout: a partial raw read stays for the next recv.
+timeout_result(_S) ->
+    {error, timeout}.
+
+%%% ------------------------------------------------------------------
+%%% Options
+
+%% @doc Sets options, as `inet:setopts/2'.
+-spec setopts(socket(), [option()]) -> ok | {error, term()}.
+setopts(S, Opts) when is_list(Opts) ->
+    try
+        P = parse(Opts, #{}),
+        ok = ok(apply_sockopts(S, maps:get(sockopts, P, []))),
+        case lists:any(fun(K) -> maps:is_key(K, P) end, [packet, packet_size, mode, send_timeout]) of
+            true -> ok = ok(set_format(S, maps:merge(current_format(S), P)));
+            false -> ok
+        end,
+        case P of
+            #{active := A} -> ok = ok(set_active(S, A));
+            _ -> ok
+        end
+    catch
+        throw:{error, _} = Error -> Error;
+        error:{invalid_option, _} -> {error, einval}
+    end;
+setopts(S, Opts) ->
+    erlang:error(badarg, [S, Opts]).
+
+current_format(S) ->
+    #{mode := Mode} = M = nifsock_nif:tcp_getopts(S),
+    maps:with([packet, packet_size, send_timeout], M#{mode => Mode}).
+
+%% @doc Reads options, as `inet:getopts/2'.
+-spec getopts(socket(), [atom()]) -> {ok, [{atom(), term()}]} | {error, term()}.
+getopts(S, Names) when is_list(Names) ->
+    Tcp = nifsock_nif:tcp_getopts(S),
+    try
+        {ok, [{N, getopt(S, N, Tcp)} || N <- Names]}
+    catch
+        throw:{error, _} = Error -> Error
+    end.
+
+getopt(_S, N, Tcp) when N =:= active; N =:= packet; N =:= packet_size; N =:= mode;
+                        N =:= send_timeout ->
+    maps:get(N, Tcp);
+getopt(S, linger, _) ->
+    #{onoff := On, linger := T} = value(nifsock:getopt(S, {socket, linger})),
+    {On, T};
+getopt(S, buffer, _) ->
+    value(nifsock:getopt(S, {otp, rcvbuf}));
+getopt(S, N, _) ->
+    case sockopt_name(N) of
+        undefined -> throw({error, einval});
+        Opt -> value(nifsock:getopt(S, Opt))
+    end.
+
+value({ok, V}) -> V;
+value({error, _} = E) -> throw(E).
+
+%%% ------------------------------------------------------------------
+%%% The rest
+
+%% @doc Closes the socket. Always `ok', as gen_tcp.
+-spec close(socket()) -> ok.
+close(S) ->
+    _ = nifsock:close(S),
+    ok.
+
+%% @doc Shuts down reading, writing or both.
+-spec shutdown(socket(), read | write | read_write) -> ok | {error, term()}.
+shutdown(S, How) ->
+    nifsock:shutdown(S, How).
+
+%% @doc Makes `Pid' the owner: active messages go to it from now on.
+-spec controlling_process(socket(), pid()) -> ok | {error, term()}.
+controlling_process(S, Pid) ->
+    nifsock:controlling_process(S, Pid).
+
+%% @doc `{ok, {IP, Port}}' of the peer.
+-spec peername(socket()) -> {ok, {inet:ip_address(), inet:port_number()} | binary()} | {error, term()}.
+peername(S) ->
+    inet_addr(nifsock:peername(S)).
+
+%% @doc `{ok, {IP, Port}}' of the local end.
+-spec sockname(socket()) -> {ok, {inet:ip_address(), inet:port_number()} | binary()} | {error, term()}.
+sockname(S) ->
+    inet_addr(nifsock:sockname(S)).
+
+%% @doc The local port.
+-spec port(socket()) -> {ok, inet:port_number()} | {error, term()}.
+port(S) ->
+    case sockname(S) of
+        {ok, {_, Port}} -> {ok, Port};
+        Other -> Other
+    end.
+
+inet_addr({ok, #{family := local, path := Path}}) -> {ok, Path};
+inet_addr({ok, #{addr := IP, port := Port}}) -> {ok, {IP, Port}};
+inet_addr({error, _} = E) -> E.
+
+%%% ------------------------------------------------------------------
+%%% Option parsing
+
+parse([], P) ->
+    P#{domain => maps:get(domain, P, inet), sockopts => lists:reverse(maps:get(sockopts, P, []))};
+parse([Opt | Rest], P) ->
+    parse(Rest, parse_one(Opt, P)).
+
+parse_one(binary, P) -> P#{mode => binary};
+parse_one(list, P) -> P#{mode => list};
+parse_one(inet, P) -> P#{domain => inet};
+parse_one(inet6, P) -> P#{domain => inet6};
+parse_one(local, P) -> P#{domain => local};
+parse_one({mode, M}, P) when M =:= binary; M =:= list -> P#{mode => M};
+parse_one({active, A}, P) when is_boolean(A); A =:= once; is_integer(A) -> P#{active => A};
+parse_one({packet, 0}, P) -> P#{packet => raw};
+parse_one({packet, K}, P) when K =:= raw; K =:= 1; K =:= 2; K =:= 4; K =:= line -> P#{packet => K};
+parse_one({packet_size, N}, P) when is_integer(N), N >= 0 -> P#{packet_size => N};
+parse_one({send_timeout, T}, P) when T =:= infinity; is_integer(T), T >= 0 -> P#{send_timeout => T};
+parse_one({backlog, N}, P) when is_integer(N) -> P#{backlog => N};
+parse_one({ip, IP}, P) -> P#{ip => IP};
+parse_one({ifaddr, {local, Path}}, P) -> P#{domain => local, path => Path};
+parse_one({ifaddr, IP}, P) -> P#{ip => IP};
+parse_one({port, Port}, P) when is_integer(Port) -> P#{port => Port};
+parse_one({buffer, N}, P) when is_integer(N), N > 0 -> sockopt({otp, rcvbuf}, N, P);
+parse_one({linger, {On, T}}, P) when is_boolean(On), is_integer(T) ->
+    sockopt({socket, linger}, #{onoff => On, linger => T}, P);
+parse_one({raw, Level, Name, Value}, P) -> sockopt({Level, Name}, Value, P);
+parse_one({tcp_module, _}, P) -> P;
+parse_one({Name, _}, P) when Name =:= exit_on_close; Name =:= delay_send; Name =:= header;
+                             Name =:= high_watermark; Name =:= low_watermark;
+                             Name =:= high_msgq_watermark; Name =:= low_msgq_watermark;
+                             Name =:= send_timeout_close; Name =:= deliver;
+                             Name =:= show_econnreset ->
+    P;
+parse_one({Name, Value} = Opt, P) ->
+    case sockopt_name(Name) of
+        undefined -> erlang:error({invalid_option, Opt});
+        SockOpt -> sockopt(SockOpt, Value, P)
+    end;
+parse_one(Opt, _P) ->
+    erlang:error({invalid_option, Opt}).
+
+sockopt(Opt, Value, P) ->
+    P#{sockopts => [{Opt, Value} | maps:get(sockopts, P, [])]}.
+
+sockopt_name(reuseaddr) -> {socket, reuseaddr};
+sockopt_name(reuseport) -> {socket, reuseport};
+sockopt_name(keepalive) -> {socket, keepalive};
+sockopt_name(recbuf) -> {socket, rcvbuf};
+sockopt_name(sndbuf) -> {socket, sndbuf};
+sockopt_name(priority) -> {socket, priority};
+sockopt_name(dontroute) -> {socket, dontroute};
+sockopt_name(bind_to_device) -> {socket, bindtodevice};
+sockopt_name(nodelay) -> {tcp, nodelay};
+sockopt_name(nopush) -> {tcp, cork};
+sockopt_name(tos) -> {ip, tos};
+sockopt_name(ttl) -> {ip, ttl};
+sockopt_name(ipv6_v6only) -> {ipv6, v6only};
+sockopt_name(_) -> undefined.
+
+apply_sockopts(_S, []) -> ok;
+apply_sockopts(S, [{Opt, Value} | Rest]) ->
+    case nifsock:setopt(S, Opt, Value) of
+        ok -> apply_sockopts(S, Rest);
+        {error, _} = E -> E
+    end.
+
+set_format(S, P) ->
+    nifsock_nif:tcp_set_format(S, maps:get(packet, P, raw), maps:get(packet_size, P, 0),
+                               maps:get(mode, P, list) =:= list, maps:get(send_timeout, P, infinity)).
+
+set_active(S, A) ->
+    nifsock_nif:tcp_set_active(S, A, nifsock_tcp_pump:for_caller()).
+
+bind_addr(S, #{domain := local, path := Path}) ->
+    nifsock:bind(S, #{family => local, path => Path});
+bind_addr(S, #{domain := Domain} = P) ->
+    IP = case maps:get(ip, P, any) of
+             any -> any;
+             loopback -> loopback;
+             Addr -> Addr
+         end,
+    nifsock:bind(S, sockaddr(Domain, IP, maps:get(port, P, 0))).
+
+sockaddr(local, Path, _Port) -> #{family => local, path => Path};
+sockaddr(Domain, IP, Port) -> #{family => Domain, addr => IP, port => Port}.
+
+resolve({local, Path}, _Domain) -> {ok, Path};
+resolve(IP, _Domain) when is_tuple(IP) -> {ok, IP};
+resolve(Host, Domain) when is_list(Host); is_atom(Host) -> inet:getaddr(Host, Domain);
+resolve(_, _) -> {error, einval}.
+
+%%% ------------------------------------------------------------------
+%%% Timeouts
+
+deadline(infinity) -> infinity;
+deadline(0) -> zero;
+deadline(T) when is_integer(T), T > 0 -> erlang:monotonic_time(millisecond) + T.
+
+mode(zero) -> zero;
+mode(_) -> wait.
+
+remaining(infinity) -> infinity;
+remaining(zero) -> 0;
+remaining(D) -> max(0, D - erlang:monotonic_time(millisecond)).

@@ -1,0 +1,66 @@
+%% @private
+%% @doc The pumps of `nifsock_tcp''s active mode: one process per scheduler,
+%% shared by every active socket (no process per connection). A pump gets the
+%% select message of a readable socket and calls the NIF that reads and sends
+%% the owner `{nifsock, S, Data}' directly; it never holds data itself.
+-module(nifsock_tcp_pump).
+
+-export([for_caller/0]).
+-export([init/1]).
+
+%% @doc The pump for the caller's scheduler, started on first use.
+-spec for_caller() -> pid().
+for_caller() ->
+    Name = name(erlang:system_info(scheduler_id)),
+    case whereis(Name) of
+        undefined -> start(Name);
+        Pid -> Pid
+    end.
+
+name(N) ->
+    Key = {?MODULE, N},
+    try persistent_term:get(Key)
+    catch error:badarg ->
+            Name = list_to_atom("nifsock_tcp_pump_" ++ integer_to_list(N)),
+            persistent_term:put(Key, Name),
+            Name
+    end.
+
+start(Name) ->
+    case proc_lib:start(?MODULE, init, [Name]) of
+        {ok, Pid} -> Pid;
+        {error, taken} -> whereis_or_retry(Name)
+    end.
+
+whereis_or_retry(Name) ->
+    case whereis(Name) of
+        undefined -> start(Name);
+        Pid -> Pid
+    end.
+
+%% @private
+-spec init(atom()) -> no_return().
+init(Name) ->
+    try register(Name, self()) of
+        true ->
+            process_flag(message_queue_data, off_heap),
+            proc_lib:init_ack({ok, self()}),
+            loop()
+    catch
+        error:badarg ->
+            proc_lib:init_ack({error, taken}),
+            exit(normal)
+    end.
+
+loop() ->
+    receive
+        {'$nifsock', S, select, active} ->
+            try nifsock_nif:tcp_deliver(S)
+            catch Class:Reason ->
+                    logger:warning("nifsock_tcp pump: ~p:~p", [Class, Reason])
+            end;
+        _Other ->
+            %% aborts for closed sockets and anything stray
+            ok
+    end,
+    loop().

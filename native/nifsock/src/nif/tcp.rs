@@ -1,0 +1,67 @@
+//! NIFs of `nifsock_tcp`'s data path.
+
+use rustler::{Env, NifResult, Term};
+
+use crate::nif::args::{self, Mode, Sock};
+use crate::tcp;
+
+/// The pump's call on readiness: deliver to the owner, re-arm.
+#[rustler::nif]
+fn tcp_deliver<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    let pump = args::caller(env)?;
+    tcp::deliver(env, sock, &pump)
+}
+
+#[rustler::nif]
+fn tcp_set_active<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    value: Term<'a>,
+    pump: Term<'a>,
+) -> NifResult<Term<'a>> {
+    tcp::set_active(env, sock, value, pump)
+}
+
+#[rustler::nif]
+fn tcp_set_format<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    packet: Term<'a>,
+    packet_size: usize,
+    list: bool,
+    send_timeout: Term<'a>,
+) -> NifResult<Term<'a>> {
+    tcp::set_format(env, sock, packet, packet_size, list, send_timeout)
+}
+
+#[rustler::nif]
+fn tcp_accept<'a>(
+    env: Env<'a>,
+    l: Sock<'a>,
+    handle: Term<'a>,
+    mode: Mode,
+    pump: Term<'a>,
+) -> NifResult<Term<'a>> {
+    tcp::accept(env, l, handle, mode, pump)
+}
+
+#[rustler::nif]
+fn tcp_send_info<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
+    tcp::send_info(env, sock)
+}
+
+#[rustler::nif]
+fn tcp_getopts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    tcp::get_opts(env, sock)
+}
+
+#[rustler::nif]
+fn tcp_recv<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    len: usize,
+    handle: Term<'a>,
+    mode: Mode,
+) -> NifResult<Term<'a>> {
+    tcp::recv(env, sock, len, handle, mode)
+}

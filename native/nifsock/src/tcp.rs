@@ -1,0 +1,449 @@
+//! `nifsock_tcp`'s data path: gen_tcp-style active delivery and packet-framed
+//! recv.
+//!
+//! An active socket's readiness goes to a shared pump process (one per
+//! scheduler, not per connection), whose NIF call reads and sends the owner
+//! one `{nifsock, S, Data}` message per packet, straight from here. Turning a
+//! socket active first tries to read inline, so data that is already there
+//! costs no select and no pump hop.
+
+use rustler::sys::ErlNifPid;
+use rustler::{Encoder, Env, NewBinary, NifResult, Term};
+
+use crate::atoms;
+use crate::error::Error;
+use crate::lifecycle;
+use crate::nif::args::{self, Mode, Sock};
+use crate::packet::{self, Found, Packet};
+use crate::scratch;
+use crate::socket::{Active, Phase, TcpOpts};
+use crate::stats;
+use crate::sys::msg;
+use crate::sys::select::Dir;
+use crate::sys::syscall;
+
+/// Most reads one delivery call makes before re-arming its select.
+const MAX_READS: usize = 4;
+
+fn data_term<'a>(env: Env<'a>, bytes: &[u8], list: bool) -> Term<'a> {
+    if list {
+        let items: Vec<Term<'a>> = bytes.iter().map(|b| b.encode(env)).collect();
+        return items.encode(env);
+    }
+    let mut b = NewBinary::new(env, bytes.len());
+    b.as_mut_slice().copy_from_slice(bytes);
+    b.into()
+}
+
+enum Read {
+    Got,
+    WouldBlock,
+    Eof,
+    Failed(i32),
+}
+
+/// One recv into the scratch buffer, appended to `pending`.
+fn read_into(sock: &Sock, pending: &mut Vec<u8>, rcvbuf: usize) -> Read {
+    let r = sock.s.with_fd(|fd| {
+        scratch::with(rcvbuf, |buf| match syscall::recv(fd, buf, 0) {
+            Ok(0) => Read::Eof,
+            Ok(n) => {
+                stats::READS.incr();
+                stats::BYTES_IN.add(n as u64);
+                pending.extend_from_slice(buf.get(..n).unwrap_or(&[]));
+                Read::Got
+            }
+            Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
+                stats::READS_EAGAIN.incr();
+                Read::WouldBlock
+            }
+            Err(libc::EINTR) => Read::Got,
+            Err(e) => Read::Failed(e),
+        })
+        .unwrap_or(Read::Failed(libc::EBUSY))
+    });
+    r.unwrap_or(Read::Failed(libc::EBADF))
+}
+
+/// The first deliverable packet of `pending` under `opts` (`len` > 0 asks
+/// exactly that many bytes in raw mode).
+fn frame(opts: &TcpOpts, len: usize, pending: &[u8]) -> Found {
+    match opts.packet {
+        Packet::Raw if len > 0 => {
+            if pending.len() >= len {
+                Found::Packet {
+                    consumed: len,
+                    payload: 0..len,
+                }
+            } else {
+                Found::Incomplete
+            }
+        }
+        p => packet::first(p, pending, opts.packet_size),
+    }
+}
+
+fn tagged<'a>(env: Env<'a>, tag: rustler::Atom, sock: Term<'a>) -> Term<'a> {
+    (tag, sock).encode(env)
+}
+
+/// Reads and delivers to the owner what the active mode allows; re-arms the
+/// select for `pump` when more may come. Called by the pump on readiness and
+/// by `set_active` when a socket turns active.
+pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<Term<'a>> {
+    let _serial = sock.s.delivery_lock();
+    let (owner, mut opts, mut pending) = {
+        let mut st = sock.s.lock();
+        if st.phase != Phase::Open {
+            return Ok(atoms::ok().encode(env));
+        }
+        if st.tcp.active == Active::Off {
+            drop(st);
+            // No longer active: hand readiness on to whoever waits behind the pump.
+            lifecycle::done(env, sock.obj, Dir::Read, pump);
+            return Ok(atoms::ok().encode(env));
+        }
+        (st.owner, st.tcp, std::mem::take(&mut st.pending))
+    };
+    let rcvbuf = sock.s.rcvbuf();
+    let mut reads = 0;
+    let mut rearm = false;
+    while opts.active != Active::Off {
+        match frame(&opts, 0, &pending) {
+            Found::Packet { consumed, payload } => {
+                let data = data_term(env, pending.get(payload).unwrap_or(&[]), opts.list);
+                msg::send(env, &owner, (atoms::nifsock(), sock.term, data).encode(env));
+                pending.drain(..consumed.min(pending.len()));
+                opts.active = match opts.active {
+                    Active::Count(n) if n <= 1 => {
+                        msg::send(
+                            env,
+                            &owner,
+                            tagged(env, atoms::nifsock_passive(), sock.term),
+                        );
+                        Active::Off
+                    }
+                    Active::Count(n) => Active::Count(n - 1),
+                    other => other,
+                };
+            }
+            Found::TooLarge => {
+                let m = (atoms::nifsock_error(), sock.term, Error::Os(libc::EMSGSIZE)).encode(env);
+                msg::send(env, &owner, m);
+                opts.active = Active::Off;
+            }
+            Found::Incomplete if reads >= MAX_READS => {
+                rearm = true;
+                break;
+            }
+            Found::Incomplete => {
+                reads += 1;
+                match read_into(&sock, &mut pending, rcvbuf) {
+                    Read::Got => {}
+                    Read::WouldBlock => {
+                        rearm = true;
+                        break;
+                    }
+                    Read::Eof => {
+                        msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
+                        opts.active = Active::Off;
+                    }
+                    Read::Failed(e) => {
+                        let m = (atoms::nifsock_error(), sock.term, Error::Os(e)).encode(env);
+                        msg::send(env, &owner, m);
+                        msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
+                        opts.active = Active::Off;
+                    }
+                }
+            }
+        }
+    }
+    {
+        let mut st = sock.s.lock();
+        st.pending = pending;
+        // setopts may have changed the mode meanwhile: only our own count moves.
+        if st.tcp.active != Active::Off {
+            st.tcp.active = opts.active;
+        }
+        if st.tcp.active == Active::Off {
+            rearm = false;
+        }
+    }
+    if rearm {
+        let handle = atoms::active().encode(env);
+        if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, pump, handle) {
+            tracing::debug!(op = "select", ?e, "active re-arm failed");
+        }
+    } else {
+        lifecycle::done(env, sock.obj, Dir::Read, pump);
+    }
+    Ok(atoms::ok().encode(env))
+}
+
+/// Sets the active mode (`true`, `false`, `once`, or N, additive as inet's)
+/// and, when active, starts delivering for `pump`.
+pub fn set_active<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    value: Term<'a>,
+    pump: Term<'a>,
+) -> NifResult<Term<'a>> {
+    let pump = msg::pid_of(pump).ok_or(rustler::Error::BadArg)?;
+    let now = {
+        let mut st = sock.s.lock();
+        if st.phase != Phase::Open {
+            return args::error(env, Error::Closed);
+        }
+        let next = if let Ok(b) = value.decode::<bool>() {
+            if b {
+                Active::Forever
+            } else {
+                Active::Off
+            }
+        } else if value
+            .decode::<rustler::Atom>()
+            .is_ok_and(|a| a == atoms::once())
+        {
+            Active::Count(1)
+        } else if let Ok(n) = value.decode::<i32>() {
+            if !(-32768..=32767).contains(&n) {
+                return args::error(env, Error::Invalid("active"));
+            }
+            let base = match st.tcp.active {
+                Active::Count(c) => c,
+                _ => 0,
+            };
+            let total = base + n;
+            if total > 32767 {
+                return args::error(env, Error::Invalid("active"));
+            }
+            if total <= 0 {
+                st.tcp.active = Active::Off;
+                drop(st);
+                msg::send(
+                    env,
+                    &args::caller(env)?,
+                    tagged(env, atoms::nifsock_passive(), sock.term),
+                );
+                return Ok(atoms::ok().encode(env));
+            }
+            Active::Count(total)
+        } else {
+            return args::error(env, Error::Invalid("active"));
+        };
+        if st.listening {
+            // A listener doesn't read: it passes the mode on to accepted sockets.
+            st.tcp.accept_active = next;
+            return Ok(atoms::ok().encode(env));
+        }
+        st.tcp.active = next;
+        next
+    };
+    if now == Active::Off {
+        return Ok(atoms::ok().encode(env));
+    }
+    deliver(env, sock, &pump)
+}
+
+/// accept for `nifsock_tcp`: the accepted socket inherits the listener's
+/// framing and starts in its active mode, delivering inline what is already
+/// there (no select, no pump hop for a request that arrived with the connection).
+pub fn accept<'a>(
+    env: Env<'a>,
+    l: Sock<'a>,
+    handle: Term<'a>,
+    mode: Mode,
+    pump: Term<'a>,
+) -> NifResult<Term<'a>> {
+    let pump = msg::pid_of(pump).ok_or(rustler::Error::BadArg)?;
+    let r = crate::conn::accept(env, l, handle, mode)?;
+    let Ok((ok, t)) = r.decode::<(rustler::Atom, Term<'a>)>() else {
+        return Ok(r);
+    };
+    if ok != atoms::ok() {
+        return Ok(r);
+    }
+    let new: Sock<'a> = t.decode()?;
+    let active = l.s.lock().tcp.accept_active;
+    if active != Active::Off {
+        new.s.lock().tcp.active = active;
+        deliver(env, new, &pump)?;
+    }
+    Ok(r)
+}
+
+fn packet_term<'a>(env: Env<'a>, p: Packet) -> Term<'a> {
+    match p {
+        Packet::Raw => atoms::raw().encode(env),
+        Packet::Line => atoms::line().encode(env),
+        Packet::Len(n) => n.encode(env),
+    }
+}
+
+fn timeout_term<'a>(env: Env<'a>, t: Option<u32>) -> Term<'a> {
+    match t {
+        Some(ms) => ms.encode(env),
+        None => atoms::infinity().encode(env),
+    }
+}
+
+/// `{Packet, SendTimeout}` for `nifsock_tcp:send/2`.
+pub fn send_info<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
+    let t = sock.s.lock().tcp;
+    (
+        packet_term(env, t.packet),
+        timeout_term(env, t.send_timeout),
+    )
+        .encode(env)
+}
+
+/// `nifsock_tcp` options as a map: active, packet, packet_size, mode, send_timeout.
+pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    let st = sock.s.lock();
+    let t = st.tcp;
+    let active = match if st.listening {
+        t.accept_active
+    } else {
+        t.active
+    } {
+        Active::Off => false.encode(env),
+        Active::Forever => true.encode(env),
+        Active::Count(1) => atoms::once().encode(env),
+        Active::Count(n) => n.encode(env),
+    };
+    let mode = if t.list {
+        atoms::list()
+    } else {
+        atoms::binary()
+    };
+    let keys = [
+        atoms::active(),
+        atoms::packet(),
+        atoms::packet_size(),
+        atoms::mode(),
+        atoms::send_timeout(),
+    ];
+    let vals = [
+        active,
+        packet_term(env, t.packet),
+        t.packet_size.encode(env),
+        mode.encode(env),
+        timeout_term(env, t.send_timeout),
+    ];
+    let keys: Vec<Term> = keys.iter().map(|k| k.encode(env)).collect();
+    Term::map_from_term_arrays(env, &keys, &vals).map_err(|_| rustler::Error::BadArg)
+}
+
+/// Sets packet framing, delivery format and send timeout.
+pub fn set_format<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    packet: Term<'a>,
+    packet_size: usize,
+    list: bool,
+    send_timeout: Term<'a>,
+) -> NifResult<Term<'a>> {
+    let send_timeout = match send_timeout.decode::<u32>() {
+        Ok(ms) => Some(ms),
+        Err(_)
+            if send_timeout
+                .decode::<rustler::Atom>()
+                .is_ok_and(|a| a == atoms::infinity()) =>
+        {
+            None
+        }
+        Err(_) => return args::error(env, Error::Invalid("send_timeout")),
+    };
+    let p = if let Ok(n) = packet.decode::<u8>() {
+        match n {
+            0 => Packet::Raw,
+            1 | 2 | 4 => Packet::Len(n),
+            _ => return args::error(env, Error::Invalid("packet")),
+        }
+    } else {
+        match packet
+            .atom_to_string()
+            .map_err(|_| rustler::Error::BadArg)?
+            .as_str()
+        {
+            "raw" => Packet::Raw,
+            "line" => Packet::Line,
+            _ => return args::error(env, Error::Invalid("packet")),
+        }
+    };
+    let mut st = sock.s.lock();
+    st.tcp.packet = p;
+    st.tcp.packet_size = packet_size;
+    st.tcp.list = list;
+    st.tcp.send_timeout = send_timeout;
+    Ok(atoms::ok().encode(env))
+}
+
+/// Passive recv for `nifsock_tcp`: a packet (or `len` bytes, or what's there).
+pub fn recv<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    len: usize,
+    handle: Term<'a>,
+    mode: Mode,
+) -> NifResult<Term<'a>> {
+    let (opts, mut pending) = {
+        let mut st = sock.s.lock();
+        if st.phase != Phase::Open {
+            return args::error(env, Error::Closed);
+        }
+        if st.tcp.active != Active::Off {
+            return args::error(env, Error::Os(libc::EINVAL));
+        }
+        if st.tcp.packet == Packet::Raw && st.pending.is_empty() && !st.tcp.list {
+            drop(st);
+            return crate::recv::recv(env, sock, len, 0, handle, mode);
+        }
+        (st.tcp, std::mem::take(&mut st.pending))
+    };
+    let caller = args::caller(env)?;
+    let put_back = |pending: Vec<u8>| sock.s.lock().pending = pending;
+    loop {
+        match frame(&opts, len, &pending) {
+            Found::Packet { consumed, payload } => {
+                let data = data_term(env, pending.get(payload).unwrap_or(&[]), opts.list);
+                pending.drain(..consumed.min(pending.len()));
+                put_back(pending);
+                lifecycle::done(env, sock.obj, Dir::Read, &caller);
+                return Ok((atoms::ok(), data).encode(env));
+            }
+            Found::TooLarge => {
+                put_back(pending);
+                return args::error(env, Error::Os(libc::EMSGSIZE));
+            }
+            Found::Incomplete => match read_into(&sock, &mut pending, sock.s.rcvbuf()) {
+                Read::Got => {}
+                Read::WouldBlock => {
+                    put_back(pending);
+                    if mode == Mode::Zero {
+                        return args::error(env, Error::Timeout);
+                    }
+                    return match lifecycle::wait(
+                        env,
+                        sock.obj,
+                        sock.term,
+                        Dir::Read,
+                        &caller,
+                        handle,
+                    ) {
+                        Ok(()) => Ok(atoms::select().encode(env)),
+                        Err(e) => args::error(env, e),
+                    };
+                }
+                Read::Eof => {
+                    put_back(pending);
+                    return args::error(env, Error::Closed);
+                }
+                Read::Failed(e) => {
+                    put_back(pending);
+                    return args::error(env, Error::Os(e));
+                }
+            },
+        }
+    }
+}

@@ -65,7 +65,7 @@
          api_info_global/1,
          api_send_iolist/1,
          api_send_partial_timeout/1,
-         api_send_partial_nowait/1]).
+         api_send_partial_nowait/1, api_sendfile/1]).
 
 -define(T, 5000).          % bound for anything that should happen "now"
 -define(BIG, (4 * 1024 * 1024)).
@@ -124,7 +124,7 @@ cases() ->
      api_info_global,
      api_send_iolist,
      api_send_partial_timeout,
-     api_send_partial_nowait].
+     api_send_partial_nowait, api_sendfile].
 
 init_per_suite(Config) ->
     Mod = case proplists:get_value(mod, Config) of
@@ -1038,6 +1038,32 @@ api_send_partial_timeout(Config) ->
 %% Ensures send nowait of more than fits returns {select, {SelectInfo, Rest}}
 %% (tag send), a select message comes when the peer reads, and continuing
 %% with the select info delivers exactly the flattened bytes in order.
+%% Ensures sendfile sends a file range (and to the end with Count 0) through a
+%% small socket buffer, returning the byte count, with the bytes intact.
+api_sendfile(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    Path = filename:join(?config(priv_dir, Config), "sendfile.bin"),
+    Data = crypto:strong_rand_bytes(256 * 1024),
+    ok = file:write_file(Path, Data),
+    {ok, F} = file:open(Path, [raw, read, binary]),
+    ok = Mod:setopt(A, {socket, sndbuf}, 4096),
+    Self = self(),
+    Reader = spawn_link(fun() -> Self ! {read, read_exact(Mod, C, 256 * 1024 - 1000 + 500)} end),
+    {ok, 261144} = Mod:sendfile(A, F, 1000, 0, 10000),
+    {ok, 500} = Mod:sendfile(A, F, 0, 500),
+    <<_:1000/binary, Tail/binary>> = Data,
+    <<Head:500/binary, _/binary>> = Data,
+    Expected = <<Tail/binary, Head/binary>>,
+    receive {read, Got} -> Expected = Got after 10000 -> ct:fail(sendfile_reader_timeout) end,
+    unlink(Reader),
+    ok = file:close(F),
+    close_all(Mod, [C, A, L]).
+
+read_exact(Mod, S, N) ->
+    {ok, B} = Mod:recv(S, N, 10000),
+    B.
+
 api_send_partial_nowait(Config) ->
     Mod = mod(Config),
     {L, C, A} = small_buf_pair(Mod),
@@ -1074,6 +1100,7 @@ common_api() ->
      {listen, 1}, {listen, 2},
      {accept, 1}, {accept, 2},
      {send, 2}, {send, 3}, {send, 4},
+     {sendfile, 2}, {sendfile, 3}, {sendfile, 4}, {sendfile, 5},
      {recv, 1}, {recv, 2}, {recv, 3}, {recv, 4},
      {close, 1}, {shutdown, 2},
      {setopt, 3}, {getopt, 2},

@@ -65,7 +65,7 @@
          info_global/1,
          send_iolist/1,
          send_partial_timeout/1,
-         send_partial_nowait/1]).
+         send_partial_nowait/1, sendfile/1]).
 
 
 suite() -> [{timetrap, {seconds, 60}}].
@@ -122,7 +122,7 @@ cases() ->
      info_global,
      send_iolist,
      send_partial_timeout,
-     send_partial_nowait].
+     send_partial_nowait, sendfile].
 
 init_per_suite(Config) -> Config.
 
@@ -334,3 +334,4 @@ send_partial_timeout(Config) -> run(api_send_partial_timeout, Config).
 %% (tag send), a select message comes when the peer reads, and continuing with
 %% the select info delivers exactly the flattened bytes in order.
 send_partial_nowait(Config) -> run(api_send_partial_nowait, Config).
+sendfile(Config) -> run(api_sendfile, Config).

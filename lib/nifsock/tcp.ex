@@ -1,17 +1,16 @@
 defmodule Nifsock.TCP do
   @moduledoc """
-  A `:gen_tcp`-shaped API over nifsock: ports, options lists, active modes and
-  packet framing, with the same return shapes and error atoms as `:gen_tcp`.
+  A `:gen_tcp`-shaped API over nifsock: `{ip, port}` addresses, inet-style
+  options, active modes and packet framing, with `:gen_tcp`'s return shapes.
 
   Every function delegates to the Erlang module `:nifsock_tcp` with the same
-  name, arity and arguments; see its documentation for the options it
-  accepts. (`:nifsock_tcp` is built alongside `:nifsock`; if it is not part of
-  the build, calls here raise `UndefinedFunctionError`.)
+  name, arity and arguments; see its documentation for the options it accepts
+  (`t:option/0`).
 
   ## Quick start
 
       {:ok, l} = Nifsock.TCP.listen(0, [:binary, active: false, reuseaddr: true])
-      {:ok, {_ip, port}} = Nifsock.TCP.sockname(l)
+      {:ok, port} = Nifsock.TCP.port(l)
 
       {:ok, c} = Nifsock.TCP.connect({127, 0, 0, 1}, port, [:binary, active: false])
       {:ok, s} = Nifsock.TCP.accept(l)
@@ -19,58 +18,57 @@ defmodule Nifsock.TCP do
       :ok = Nifsock.TCP.send(c, "ping")
       {:ok, "ping"} = Nifsock.TCP.recv(s, 4)
       :ok = Nifsock.TCP.close(c)
+
+  ## Active mode
+
+  With `active: true | :once | n` the owner receives `{:nifsock, socket, data}`,
+  `{:nifsock_closed, socket}`, `{:nifsock_error, socket, reason}` and (after
+  `n` packets) `{:nifsock_passive, socket}` — the `:gen_tcp` messages with
+  `:nifsock` tags. With `packet: 1 | 2 | 4 | :line` each message is one packet.
   """
 
-  # :nifsock_tcp may be built after (or without) this module.
-  @compile {:no_warn_undefined, :nifsock_tcp}
+  @typedoc "A nifsock socket, shared with `Nifsock`."
+  @type socket :: :nifsock_tcp.socket()
+  @typedoc "An inet-style option, as `:nifsock_tcp` accepts them."
+  @type option :: :nifsock_tcp.option()
 
-  @typedoc "A `:nifsock_tcp` socket; its shape is private to `:nifsock_tcp`."
-  @type socket :: term()
-  @typedoc "An error reason, as `:gen_tcp` returns them."
-  @type reason :: :closed | :timeout | :inet.posix() | term()
-
-  @doc "Opens a listening socket on `port` (0 picks a free one), as `:gen_tcp.listen/2`."
-  @spec listen(:inet.port_number(), [:gen_tcp.listen_option() | term()]) ::
-          {:ok, socket()} | {:error, reason()}
+  @doc "Listens on `port` (0: any free port), as `:gen_tcp.listen/2`. Default backlog 5."
+  @spec listen(:inet.port_number(), [option()]) :: {:ok, socket()} | {:error, term()}
   defdelegate listen(port, options), to: :nifsock_tcp
 
   @doc "Accepts a connection, waiting as long as it takes, as `:gen_tcp.accept/1`."
-  @spec accept(socket()) :: {:ok, socket()} | {:error, reason()}
+  @spec accept(socket()) :: {:ok, socket()} | {:error, term()}
   defdelegate accept(listen_socket), to: :nifsock_tcp
 
-  @doc "Accepts a connection within `timeout`, as `:gen_tcp.accept/2`."
-  @spec accept(socket(), timeout()) :: {:ok, socket()} | {:error, reason()}
+  @doc "Accepts a connection within `timeout`; it inherits the listener's options."
+  @spec accept(socket(), timeout()) :: {:ok, socket()} | {:error, term()}
   defdelegate accept(listen_socket, timeout), to: :nifsock_tcp
 
   @doc "Connects to `address`:`port`, as `:gen_tcp.connect/3`."
-  @spec connect(
-          :inet.socket_address() | :inet.hostname(),
-          :inet.port_number(),
-          [:gen_tcp.connect_option() | term()]
-        ) :: {:ok, socket()} | {:error, reason()}
+  @spec connect(:inet.socket_address() | :inet.hostname(), :inet.port_number(), [option()]) ::
+          {:ok, socket()} | {:error, term()}
   defdelegate connect(address, port, options), to: :nifsock_tcp
 
   @doc "Connects to `address`:`port` within `timeout`, as `:gen_tcp.connect/4`."
   @spec connect(
           :inet.socket_address() | :inet.hostname(),
           :inet.port_number(),
-          [:gen_tcp.connect_option() | term()],
+          [option()],
           timeout()
-        ) :: {:ok, socket()} | {:error, reason()}
+        ) :: {:ok, socket()} | {:error, term()}
   defdelegate connect(address, port, options, timeout), to: :nifsock_tcp
 
-  @doc "Sends iodata, as `:gen_tcp.send/2`."
-  @spec send(socket(), iodata()) :: :ok | {:error, reason()}
+  @doc "Sends iodata (framed when `packet` is set), as `:gen_tcp.send/2`."
+  @spec send(socket(), iodata()) :: :ok | {:error, term()}
   defdelegate send(socket, packet), to: :nifsock_tcp
 
-  @doc "Receives `length` bytes (0: what is there) in passive mode, as `:gen_tcp.recv/2`."
-  @spec recv(socket(), non_neg_integer()) ::
-          {:ok, binary() | charlist() | term()} | {:error, reason()}
+  @doc "Receives `length` bytes (0: what is there, or one packet) in passive mode, as `:gen_tcp.recv/2`."
+  @spec recv(socket(), non_neg_integer()) :: {:ok, binary() | charlist()} | {:error, term()}
   defdelegate recv(socket, length), to: :nifsock_tcp
 
   @doc "Receives `length` bytes within `timeout`, as `:gen_tcp.recv/3`."
   @spec recv(socket(), non_neg_integer(), timeout()) ::
-          {:ok, binary() | charlist() | term()} | {:error, reason()}
+          {:ok, binary() | charlist()} | {:error, term()}
   defdelegate recv(socket, length, timeout), to: :nifsock_tcp
 
   @doc "Closes the socket, as `:gen_tcp.close/1`."
@@ -78,29 +76,32 @@ defmodule Nifsock.TCP do
   defdelegate close(socket), to: :nifsock_tcp
 
   @doc "Shuts down reading, writing or both, as `:gen_tcp.shutdown/2`."
-  @spec shutdown(socket(), :read | :write | :read_write) :: :ok | {:error, reason()}
+  @spec shutdown(socket(), :read | :write | :read_write) :: :ok | {:error, term()}
   defdelegate shutdown(socket, how), to: :nifsock_tcp
 
-  @doc "Sets options (`active`, `packet`, `mode`, socket options…), as `:inet.setopts/2`."
-  @spec setopts(socket(), [:inet.socket_setopt() | term()]) :: :ok | {:error, reason()}
+  @doc "Sets options (`active`, `packet`, `mode`, socket options...), as `:inet.setopts/2`."
+  @spec setopts(socket(), [option()]) :: :ok | {:error, term()}
   defdelegate setopts(socket, options), to: :nifsock_tcp
 
-  @doc "Reads options, as `:inet.getopts/2`."
-  @spec getopts(socket(), [:inet.socket_getopt() | term()]) ::
-          {:ok, [:inet.socket_optval() | term()]} | {:error, reason()}
-  defdelegate getopts(socket, options), to: :nifsock_tcp
+  @doc "Reads options by name, as `:inet.getopts/2`."
+  @spec getopts(socket(), [atom()]) :: {:ok, [{atom(), term()}]} | {:error, term()}
+  defdelegate getopts(socket, names), to: :nifsock_tcp
 
-  @doc "Makes `pid` the owner (and receiver of active-mode messages), as `:gen_tcp.controlling_process/2`."
-  @spec controlling_process(socket(), pid()) :: :ok | {:error, reason()}
+  @doc "Makes `pid` the owner (and receiver of active messages), as `:gen_tcp.controlling_process/2`."
+  @spec controlling_process(socket(), pid()) :: :ok | {:error, term()}
   defdelegate controlling_process(socket, pid), to: :nifsock_tcp
 
-  @doc "The peer's address and port, as `:inet.peername/1`."
+  @doc "The peer's `{ip, port}` (a path for `:local` sockets), as `:inet.peername/1`."
   @spec peername(socket()) ::
-          {:ok, {:inet.ip_address(), :inet.port_number()} | term()} | {:error, reason()}
+          {:ok, {:inet.ip_address(), :inet.port_number()} | binary()} | {:error, term()}
   defdelegate peername(socket), to: :nifsock_tcp
 
-  @doc "The local address and port, as `:inet.sockname/1`."
+  @doc "The local `{ip, port}` (a path for `:local` sockets), as `:inet.sockname/1`."
   @spec sockname(socket()) ::
-          {:ok, {:inet.ip_address(), :inet.port_number()} | term()} | {:error, reason()}
+          {:ok, {:inet.ip_address(), :inet.port_number()} | binary()} | {:error, term()}
   defdelegate sockname(socket), to: :nifsock_tcp
+
+  @doc "The local port, as `:inet.port/1`."
+  @spec port(socket()) :: {:ok, :inet.port_number()} | {:error, term()}
+  defdelegate port(socket), to: :nifsock_tcp
 end

@@ -20,7 +20,7 @@ use crate::sys::syscall;
 const MAX_READS_PER_CALL: usize = 8;
 
 enum Read<'a> {
-    Complete(Term<'a>),
+    Complete(Term<'a>, usize),
     Progress,
     WouldBlock,
     Eof,
@@ -31,12 +31,43 @@ fn is_would_block(e: i32) -> bool {
     e == libc::EAGAIN || e == libc::EWOULDBLOCK
 }
 
+/// A stream that keeps filling large reads is read straight into a fresh
+/// binary, shrunk to what arrived: one copy (the kernel's) instead of two.
+/// Other reads go through the scratch buffer, so nothing is allocated for an
+/// EAGAIN and small results get right-sized binaries.
+fn read_direct<'a>(env: Env<'a>, fd: RawFd, want: usize, flags: i32) -> Read<'a> {
+    let mut owned = OwnedBinary::new(want);
+    match syscall::recv(fd, owned.as_mut_slice(), flags) {
+        Ok(0) => Read::Eof,
+        Ok(n) => {
+            stats::READS.incr();
+            stats::BYTES_IN.add(n as u64);
+            stats::DIRECT_READS.incr();
+            if n < want && !owned.realloc(n) {
+                let mut bin = NewBinary::new(env, n);
+                bin.as_mut_slice()
+                    .copy_from_slice(owned.as_slice().get(..n).unwrap_or(&[]));
+                return Read::Complete(bin.into(), n);
+            }
+            Read::Complete(Binary::from_owned(owned, env).to_term(env), n)
+        }
+        Err(e) if is_would_block(e) => Read::WouldBlock,
+        Err(libc::EINTR) => Read::Progress,
+        Err(e) => Read::Failed(e),
+    }
+}
+
+/// Reads this large count as "streaming" (see `read_direct`).
+pub const STREAM_THRESHOLD: usize = 16 * 1024;
+
+#[allow(clippy::too_many_arguments)]
 fn read_once<'a>(
     env: Env<'a>,
     fd: RawFd,
     len: usize,
     flags: i32,
     rcvbuf: usize,
+    streaming: bool,
     partial: &mut Option<Partial>,
 ) -> Read<'a> {
     if let Some(p) = partial {
@@ -51,7 +82,7 @@ fn read_once<'a>(
                 p.filled += n;
                 if p.filled >= len {
                     match partial.take() {
-                        Some(p) => Read::Complete(Binary::from_owned(p.buf, env).to_term(env)),
+                        Some(p) => Read::Complete(Binary::from_owned(p.buf, env).to_term(env), len),
                         None => Read::Failed(libc::EINVAL),
                     }
                 } else {
@@ -68,6 +99,9 @@ fn read_once<'a>(
     } else {
         len.min(scratch::CAP)
     };
+    if len == 0 && streaming && flags & libc::MSG_PEEK == 0 {
+        return read_direct(env, fd, want, flags);
+    }
     let r = scratch::with(want, |buf| match syscall::recv(fd, buf, flags) {
         Ok(0) if want > 0 => Read::Eof,
         Ok(n) => {
@@ -77,7 +111,7 @@ fn read_once<'a>(
             if len == 0 || n >= len || flags & libc::MSG_PEEK != 0 {
                 let mut bin = NewBinary::new(env, got.len());
                 bin.as_mut_slice().copy_from_slice(got);
-                Read::Complete(bin.into())
+                Read::Complete(bin.into(), n)
             } else {
                 let mut owned = OwnedBinary::new(len);
                 stats::EXACT_ALLOCS.incr();
@@ -125,13 +159,17 @@ pub fn recv<'a>(
     };
     let mut reads = 0;
     loop {
-        let outcome = match s.with_fd(|fd| read_once(env, fd, len, flags, s.rcvbuf(), &mut partial))
+        let outcome = match s
+            .with_fd(|fd| read_once(env, fd, len, flags, s.rcvbuf(), s.streaming(), &mut partial))
         {
             Ok(r) => r,
             Err(e) => return args::error_with(env, e, partial_term(env, partial)),
         };
         match outcome {
-            Read::Complete(t) => {
+            Read::Complete(t, n) => {
+                if len == 0 {
+                    s.note_read(n);
+                }
                 lifecycle::done(env, sock.obj, Dir::Read, &caller);
                 return Ok((atoms::ok(), t).encode(env));
             }

@@ -158,6 +158,8 @@ pub struct Socket {
     close_may_block: AtomicBool,
     /// Most bytes one recv(S, 0) returns (`{otp, rcvbuf}`).
     rcvbuf: AtomicUsize,
+    /// Size of the last recv(S, 0) result: large ones mean a stream.
+    last_read: AtomicUsize,
     state: Mutex<State>,
     /// Serialises active deliveries so messages keep the stream's order.
     delivery: Mutex<()>,
@@ -172,6 +174,7 @@ impl Socket {
             family,
             close_may_block: AtomicBool::new(close_may_block),
             rcvbuf: AtomicUsize::new(scratch::CAP),
+            last_read: AtomicUsize::new(0),
             state: Mutex::new(State {
                 phase: Phase::Open,
                 selected: false,
@@ -219,6 +222,16 @@ impl Socket {
     /// `{otp, rcvbuf}`.
     pub fn rcvbuf(&self) -> usize {
         self.rcvbuf.load(Ordering::Relaxed)
+    }
+
+    /// Whether the last reads were large (read straight into binaries).
+    pub fn streaming(&self) -> bool {
+        self.last_read.load(Ordering::Relaxed) >= crate::recv::STREAM_THRESHOLD
+    }
+
+    /// Records a recv(S, 0) result size.
+    pub fn note_read(&self, n: usize) {
+        self.last_read.store(n, Ordering::Relaxed);
     }
 
     /// Sets `{otp, rcvbuf}`.

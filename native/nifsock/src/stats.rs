@@ -74,6 +74,8 @@ pub static CLOSES_DEFERRED: Counter = Counter::new();
 /// Result binaries allocated up front for a recv(S, N) that didn't complete
 /// in one read (later reads go straight into them).
 pub static EXACT_ALLOCS: Counter = Counter::new();
+/// recv(S, 0) reads that went straight into their result binary (streams).
+pub static DIRECT_READS: Counter = Counter::new();
 /// Selects armed (enif_select_x READ or WRITE).
 pub static SELECTS: Counter = Counter::new();
 /// setsockopt calls made.
@@ -99,6 +101,7 @@ pub fn snapshot() -> Vec<(&'static str, i64)> {
         ("closes_dirty", c(&CLOSES_DIRTY)),
         ("closes_deferred", c(&CLOSES_DEFERRED)),
         ("exact_allocs", c(&EXACT_ALLOCS)),
+        ("direct_reads", c(&DIRECT_READS)),
         ("selects", c(&SELECTS)),
         ("setsockopts", c(&SETSOCKOPTS)),
         ("getsockopts", c(&GETSOCKOPTS)),

@@ -1,5 +1,5 @@
 # nifsock — the two commands: `make bench` (side-by-side comparison) and `make test`.
-.PHONY: all setup build test test-rust test-erlang lint bench clean
+.PHONY: all setup build test test-rust test-erlang test-elixir lint bench clean
 
 all: build
 
@@ -18,7 +18,10 @@ test-erlang: build
 	rebar3 ct
 	rebar3 xref
 
-test: test-rust test-erlang
+test-elixir: setup
+	MIX_ENV=test mix test
+
+test: test-rust test-erlang test-elixir
 
 lint: build
 	rebar3 dialyzer

@@ -1,0 +1,1 @@
+[inputs: ["mix.exs", "{lib,test_ex}/**/*.{ex,exs}"]]

@@ -35,7 +35,13 @@ fn is_would_block(e: i32) -> bool {
 /// binary, shrunk to what arrived: one copy (the kernel's) instead of two.
 /// Other reads go through the scratch buffer, so nothing is allocated for an
 /// EAGAIN and small results get right-sized binaries.
-fn read_direct<'a>(env: Env<'a>, fd: RawFd, want: usize, flags: i32) -> Read<'a> {
+fn read_direct<'a>(
+    env: Env<'a>,
+    fd: RawFd,
+    want: usize,
+    flags: i32,
+    drained: &mut bool,
+) -> Read<'a> {
     let mut owned = OwnedBinary::new(want);
     match syscall::recv(fd, owned.as_mut_slice(), flags) {
         Ok(0) => Read::Eof,
@@ -43,6 +49,7 @@ fn read_direct<'a>(env: Env<'a>, fd: RawFd, want: usize, flags: i32) -> Read<'a>
             stats::READS.incr();
             stats::BYTES_IN.add(n as u64);
             stats::DIRECT_READS.incr();
+            *drained = n < want;
             if n < want && !owned.realloc(n) {
                 let mut bin = NewBinary::new(env, n);
                 bin.as_mut_slice()
@@ -69,16 +76,19 @@ fn read_once<'a>(
     rcvbuf: usize,
     streaming: bool,
     partial: &mut Option<Partial>,
+    drained: &mut bool,
 ) -> Read<'a> {
     if let Some(p) = partial {
         let Some(dst) = p.buf.as_mut_slice().get_mut(p.filled..) else {
             return Read::Failed(libc::EINVAL);
         };
+        let dst_len = dst.len();
         return match syscall::recv(fd, dst, flags) {
             Ok(0) => Read::Eof,
             Ok(n) => {
                 stats::READS.incr();
                 stats::BYTES_IN.add(n as u64);
+                *drained = n < dst_len;
                 p.filled += n;
                 if p.filled >= len {
                     match partial.take() {
@@ -100,13 +110,14 @@ fn read_once<'a>(
         len.min(scratch::CAP)
     };
     if len == 0 && streaming && flags & libc::MSG_PEEK == 0 {
-        return read_direct(env, fd, want, flags);
+        return read_direct(env, fd, want, flags, drained);
     }
     let r = scratch::with(want, |buf| match syscall::recv(fd, buf, flags) {
         Ok(0) if want > 0 => Read::Eof,
         Ok(n) => {
             stats::READS.incr();
             stats::BYTES_IN.add(n as u64);
+            *drained = n < want;
             let got = buf.get(..n).unwrap_or(&[]);
             if len == 0 || n >= len || flags & libc::MSG_PEEK != 0 {
                 let mut bin = NewBinary::new(env, got.len());
@@ -158,40 +169,62 @@ pub fn recv<'a>(
         None
     };
     let mut reads = 0;
-    loop {
-        let outcome = match s
-            .with_fd(|fd| read_once(env, fd, len, flags, s.rcvbuf(), s.streaming(), &mut partial))
-        {
-            Ok(r) => r,
-            Err(e) => return args::error_with(env, e, partial_term(env, partial)),
-        };
-        match outcome {
-            Read::Complete(t, n) => {
-                if len == 0 {
-                    s.note_read(n);
+    let mut drained = false;
+    // A short read emptied the socket's receive queue: waiting for readiness
+    // now is what an EAGAIN read would lead to, minus the syscall.
+    let skip = mode != Mode::Zero && !peek && s.take_drained();
+    if skip {
+        stats::READS_SKIPPED.incr();
+    }
+    if !skip {
+        loop {
+            let outcome = match s.with_fd(|fd| {
+                read_once(
+                    env,
+                    fd,
+                    len,
+                    flags,
+                    s.rcvbuf(),
+                    s.streaming(),
+                    &mut partial,
+                    &mut drained,
+                )
+            }) {
+                Ok(r) => r,
+                Err(e) => return args::error_with(env, e, partial_term(env, partial)),
+            };
+            match outcome {
+                Read::Complete(t, n) => {
+                    if len == 0 {
+                        s.note_read(n);
+                    }
+                    s.set_drained(drained);
+                    lifecycle::done(env, sock.obj, Dir::Read, &caller);
+                    return Ok((atoms::ok(), t).encode(env));
                 }
-                lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                return Ok((atoms::ok(), t).encode(env));
-            }
-            Read::Progress => {
-                reads += 1;
-                if reads >= MAX_READS_PER_CALL {
-                    s.lock().partial = partial;
-                    return Ok(atoms::more().encode(env));
+                Read::Progress if drained && mode != Mode::Zero => break,
+                Read::Progress => {
+                    reads += 1;
+                    if reads >= MAX_READS_PER_CALL {
+                        s.lock().partial = partial;
+                        return Ok(atoms::more().encode(env));
+                    }
                 }
-            }
-            Read::WouldBlock => break,
-            Read::Eof => {
-                lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                return args::error_with(env, Error::Closed, partial_term(env, partial));
-            }
-            Read::Failed(e) => {
-                lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                return args::error_with(env, Error::Os(e), partial_term(env, partial));
+                Read::WouldBlock => break,
+                Read::Eof => {
+                    lifecycle::done(env, sock.obj, Dir::Read, &caller);
+                    return args::error_with(env, Error::Closed, partial_term(env, partial));
+                }
+                Read::Failed(e) => {
+                    lifecycle::done(env, sock.obj, Dir::Read, &caller);
+                    return args::error_with(env, Error::Os(e), partial_term(env, partial));
+                }
             }
         }
     }
-    stats::READS_EAGAIN.incr();
+    if !skip && !drained {
+        stats::READS_EAGAIN.incr();
+    }
     match mode {
         Mode::Zero => {
             lifecycle::done(env, sock.obj, Dir::Read, &caller);

@@ -57,6 +57,9 @@ pub static ACCEPTS_EAGAIN: Counter = Counter::new();
 pub static READS: Counter = Counter::new();
 /// recv calls that returned EAGAIN.
 pub static READS_EAGAIN: Counter = Counter::new();
+/// recv calls that went straight to waiting because the last read was short
+/// (the receive queue was empty then): an EAGAIN read saved.
+pub static READS_SKIPPED: Counter = Counter::new();
 /// sendmsg/send calls that wrote something.
 pub static WRITES: Counter = Counter::new();
 /// sendmsg/send calls that returned EAGAIN.
@@ -93,6 +96,7 @@ pub fn snapshot() -> Vec<(&'static str, i64)> {
         ("accepts_eagain", c(&ACCEPTS_EAGAIN)),
         ("reads", c(&READS)),
         ("reads_eagain", c(&READS_EAGAIN)),
+        ("reads_skipped", c(&READS_SKIPPED)),
         ("writes", c(&WRITES)),
         ("writes_eagain", c(&WRITES_EAGAIN)),
         ("bytes_in", c(&BYTES_IN)),

@@ -36,7 +36,8 @@ fn data_term<'a>(env: Env<'a>, bytes: &[u8], list: bool) -> Term<'a> {
 }
 
 enum Read {
-    Got,
+    /// Bytes arrived; `true` when the read came back short (queue emptied).
+    Got(bool),
     WouldBlock,
     Eof,
     Failed(i32),
@@ -51,13 +52,13 @@ fn read_into(sock: &Sock, pending: &mut Vec<u8>, rcvbuf: usize) -> Read {
                 stats::READS.incr();
                 stats::BYTES_IN.add(n as u64);
                 pending.extend_from_slice(buf.get(..n).unwrap_or(&[]));
-                Read::Got
+                Read::Got(n < buf.len())
             }
             Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
                 stats::READS_EAGAIN.incr();
                 Read::WouldBlock
             }
-            Err(libc::EINTR) => Read::Got,
+            Err(libc::EINTR) => Read::Got(false),
             Err(e) => Read::Failed(e),
         })
         .unwrap_or(Read::Failed(libc::EBUSY))
@@ -108,6 +109,7 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
     let rcvbuf = sock.s.rcvbuf();
     let mut reads = 0;
     let mut rearm = false;
+    let mut drained = false;
     while opts.active != Active::Off {
         match frame(&opts, 0, &pending) {
             Found::Packet { consumed, payload } => {
@@ -132,14 +134,17 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
                 msg::send(env, &owner, m);
                 opts.active = Active::Off;
             }
-            Found::Incomplete if reads >= MAX_READS => {
+            Found::Incomplete if drained || reads >= MAX_READS => {
                 rearm = true;
                 break;
             }
             Found::Incomplete => {
                 reads += 1;
                 match read_into(&sock, &mut pending, rcvbuf) {
-                    Read::Got => {}
+                    // Short read: the queue is empty; deliver what framed, then
+                    // arm without the EAGAIN read.
+                    Read::Got(true) => drained = true,
+                    Read::Got(false) => {}
                     Read::WouldBlock => {
                         rearm = true;
                         break;
@@ -417,7 +422,7 @@ pub fn recv<'a>(
                 return args::error(env, Error::Os(libc::EMSGSIZE));
             }
             Found::Incomplete => match read_into(&sock, &mut pending, sock.s.rcvbuf()) {
-                Read::Got => {}
+                Read::Got(_) => {}
                 Read::WouldBlock => {
                     put_back(pending);
                     if mode == Mode::Zero {

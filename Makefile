@@ -17,6 +17,7 @@ test-rust: setup
 test-erlang: build
 	rebar3 ct
 	rebar3 xref
+	rebar3 dialyzer
 
 test-elixir: setup
 	MIX_ENV=test mix test

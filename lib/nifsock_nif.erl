@@ -123,5 +123,5 @@ tcp_send_info(_S) -> erlang:nif_error(nif_not_loaded).
 tcp_getopts(_S) -> erlang:nif_error(nif_not_loaded).
 
 -spec tcp_recv(sock(), non_neg_integer(), term(), mode()) ->
-          {ok, binary() | string()} | select | {error, term()}.
+          {ok, binary() | string()} | select | more | {error, term()}.
 tcp_recv(_S, _Len, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).

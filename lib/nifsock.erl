@@ -29,6 +29,10 @@
 -define(MSG(S, Kind, Info), {'$nifsock', S, Kind, Info}).
 -define(SELECT_INFO(Tag, Handle), {select_info, Tag, Handle}).
 -define(DEFAULT_BACKLOG, 5).
+%% The handle of a wait inside a blocking call: a node-unique small integer.
+%% It is an immediate term, so the NIF keeps it without copying it into an
+%% env (user handles for nowait calls are references, as in socket).
+-define(WAIT_HANDLE(), erlang:unique_integer()).
 
 -opaque socket() :: {'$nifsock', reference()}.
 -type select_handle() :: reference().
@@ -116,7 +120,7 @@ accept(?SOCK(_) = L, Timeout) ->
         {handle, H} ->
             accept_nowait(L, H);
         Deadline ->
-            accept_wait(L, make_ref(), Deadline)
+            accept_wait(L, ?WAIT_HANDLE(), Deadline)
     end;
 accept(L, Timeout) ->
     erlang:error(badarg, [L, Timeout]).
@@ -165,7 +169,7 @@ connect(?SOCK(_) = S, Addr, Timeout) when is_map(Addr); is_atom(Addr) ->
                 Result -> sockaddr_error(Result, Addr)
             end;
         Deadline ->
-            H = make_ref(),
+            H = ?WAIT_HANDLE(),
             case nifsock_nif:connect(S, Addr, H, wait) of
                 select ->
                     receive
@@ -225,7 +229,7 @@ recv(?SOCK(_) = S, Length, Flags, Timeout)
         {handle, H} ->
             recv_nowait(S, Length, Flags, H);
         Deadline ->
-            recv_wait(S, Length, Flags, make_ref(), Deadline)
+            recv_wait(S, Length, Flags, ?WAIT_HANDLE(), Deadline)
     end;
 recv(S, Length, Flags, Timeout) ->
     erlang:error(badarg, [S, Length, Flags, Timeout]).
@@ -253,7 +257,7 @@ recv_wait(S, Length, Flags, H, Deadline) ->
                 ?MSG(S, abort, {H, Reason}) ->
                     with_partial(S, Reason)
             after remaining(Deadline) ->
-                    _ = cancel_wait(S, recv, H),
+                    _ = nifsock_wait:cancel(S, recv, H),
                     with_partial(S, timeout)
             end;
         more ->
@@ -311,7 +315,7 @@ send(?SOCK(_) = S, Data, Flags, Timeout) when is_list(Flags) ->
                 Result -> send_result(Result, IOV)
             end;
         Deadline ->
-            send_wait(S, IOV, Flags, make_ref(), Deadline, false)
+            send_wait(S, IOV, Flags, ?WAIT_HANDLE(), Deadline, false)
     end;
 send(S, Data, Flags, Timeout) ->
     erlang:error(badarg, [S, Data, Flags, Timeout]).
@@ -334,7 +338,7 @@ send_wait(S, IOV, Flags, H, Deadline, Written) ->
                 ?MSG(S, abort, {H, Reason}) ->
                     send_error(Reason, Rest, Written1)
             after remaining(Deadline) ->
-                    _ = cancel_wait(S, send, H),
+                    _ = nifsock_wait:cancel(S, send, H),
                     send_error(timeout, Rest, Written1)
             end;
         {error, Reason} ->
@@ -399,7 +403,7 @@ sendfile(?SOCK(_) = S, File, Offset, Count, Timeout)
                 {handle, H} ->
                     sendfile_nowait(S, Fd, Offset, Count, H, 0);
                 Deadline ->
-                    sendfile_wait(S, Fd, Offset, Count, make_ref(), Deadline, 0)
+                    sendfile_wait(S, Fd, Offset, Count, ?WAIT_HANDLE(), Deadline, 0)
             end;
         error ->
             {error, {invalid, {file, File}}}
@@ -442,7 +446,7 @@ sendfile_wait(S, Fd, Offset, Count, H, Deadline, Sent) ->
                 ?MSG(S, abort, {H, Reason}) ->
                     sendfile_error(Reason, Sent1)
             after remaining(Deadline) ->
-                    _ = cancel_wait(S, sendfile, H),
+                    _ = nifsock_wait:cancel(S, sendfile, H),
                     sendfile_error(timeout, Sent1)
             end;
         {error, {Reason, N}} ->
@@ -531,29 +535,12 @@ cancel(?SOCK(_) = S, ?SELECT_INFO(Tag, H) = Info) when is_reference(H) ->
              {Op0, _} -> Op0;
              Op0 -> Op0
          end,
-    case cancel_wait(S, Op, H) of
+    case nifsock_wait:cancel(S, Op, H) of
         not_found -> {error, {invalid, Info}};
         Result -> Result
     end;
 cancel(S, Info) ->
     erlang:error(badarg, [S, Info]).
-
-cancel_wait(S, Op, H) ->
-    case nifsock_nif:cancel(S, Op, H) of
-        ok ->
-            flush_abort(S, H),
-            ok;
-        select_sent ->
-            receive ?MSG(S, select, H) -> ok after 0 -> ok end,
-            flush_abort(S, H),
-            ok;
-        Other ->
-            flush_abort(S, H),
-            Other
-    end.
-
-flush_abort(S, H) ->
-    receive ?MSG(S, abort, {H, _}) -> ok after 0 -> ok end.
 
 %% @doc Makes `Pid' the owner: its death closes the socket. Only the owner may call.
 -spec controlling_process(socket(), pid()) -> ok | {error, reason()}.
@@ -594,5 +581,5 @@ remaining(zero) -> 0;
 remaining(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).
 
 timed_out(S, Op, H) ->
-    _ = cancel_wait(S, Op, H),
+    _ = nifsock_wait:cancel(S, Op, H),
     {error, timeout}.

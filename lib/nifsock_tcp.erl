@@ -22,6 +22,10 @@
 -export_type([socket/0, option/0]).
 
 -define(MSG(S, Kind, Info), {'$nifsock', S, Kind, Info}).
+%% The handle of a wait inside a blocking call: a node-unique small integer.
+%% It is an immediate term, so the NIF keeps it without copying it into an
+%% env (user handles for nowait calls are references, as in socket).
+-define(WAIT_HANDLE(), erlang:unique_integer()).
 
 -type socket() :: nifsock:socket().
 -type option() :: binary | list | inet | inet6 | local
@@ -61,7 +65,7 @@ accept(L) ->
 %% @doc Accepts a connection; it inherits the listener's options.
 -spec accept(socket(), timeout()) -> {ok, socket()} | {error, term()}.
 accept(L, Timeout) ->
-    accept_loop(L, make_ref(), deadline(Timeout)).
+    accept_loop(L, ?WAIT_HANDLE(), deadline(Timeout)).
 
 accept_loop(L, H, Deadline) ->
     Mode = mode(Deadline),
@@ -71,7 +75,7 @@ accept_loop(L, H, Deadline) ->
                 ?MSG(L, select, H) -> accept_loop(L, H, Deadline);
                 ?MSG(L, abort, {H, Reason}) -> {error, Reason}
             after remaining(Deadline) ->
-                    _ = nifsock:cancel(L, {select_info, accept, H}),
+                    _ = nifsock_wait:cancel(L, accept, H),
                     {error, timeout}
             end;
         Result ->
@@ -156,7 +160,7 @@ recv(S, Length) ->
 %% `{error, einval}' on an active socket, as gen_tcp.
 -spec recv(socket(), non_neg_integer(), timeout()) -> {ok, binary() | string()} | {error, term()}.
 recv(S, Length, Timeout) when is_integer(Length), Length >= 0 ->
-    recv_loop(S, Length, make_ref(), deadline(Timeout)).
+    recv_loop(S, Length, ?WAIT_HANDLE(), deadline(Timeout)).
 
 recv_loop(S, Length, H, Deadline) ->
     case nifsock_nif:tcp_recv(S, Length, H, mode(Deadline)) of
@@ -165,7 +169,7 @@ recv_loop(S, Length, H, Deadline) ->
                 ?MSG(S, select, H) -> recv_loop(S, Length, H, Deadline);
                 ?MSG(S, abort, {H, Reason}) -> {error, Reason}
             after remaining(Deadline) ->
-                    _ = nifsock:cancel(S, {select_info, recv, H}),
+                    _ = nifsock_wait:cancel(S, recv, H),
                     timeout_result(S)
             end;
         more ->

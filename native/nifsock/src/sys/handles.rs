@@ -1,12 +1,13 @@
 //! Select handles kept by a socket while processes wait on it, so a close can
 //! send each waiter `{'$nifsock', S, abort, {Handle, closed}}`.
 //!
-//! Terms are copied into one env per socket, allocated on the first wait and
-//! emptied whenever no one waits, so an idle socket holds at most one small env.
+//! Immediate handles (small integers, atoms: what nifsock's own blocking calls
+//! and active mode use) are kept as they are, with no env. Other handles (user
+//! references, with `nowait`) are copied into one env per socket, allocated on
+//! the first such wait and freed whenever no one waits, so an idle socket holds
+//! no env.
 
-use rustler::sys::{
-    enif_alloc_env, enif_clear_env, enif_free_env, enif_make_copy, ErlNifEnv, ErlNifTerm,
-};
+use rustler::sys::{enif_alloc_env, enif_free_env, enif_make_copy, ErlNifEnv, ErlNifTerm};
 use rustler::{Env, Term};
 
 /// A term saved in a [`HandleStore`]; valid until the store is cleared.
@@ -28,8 +29,11 @@ struct EnvPtr(*mut ErlNifEnv);
 unsafe impl Send for EnvPtr {}
 
 impl HandleStore {
-    /// Copies `term` into the store.
+    /// Keeps `term`: as it is if it is an immediate, else a copy in the store's env.
     pub fn save(&mut self, term: Term) -> Option<Saved> {
+        if is_immediate(term) {
+            return Some(Saved(term.as_c_arg()));
+        }
         let env = match &self.env {
             Some(e) => e.0,
             None => {
@@ -60,17 +64,32 @@ impl HandleStore {
         unsafe { rustler::sys::enif_compare(saved.0, term.as_c_arg()) == 0 }
     }
 
-    /// Forgets every saved term (call only when no `Saved` is held any more).
+    /// Forgets every saved term and frees the env (call only when no `Saved`
+    /// is held any more).
     pub fn clear(&mut self) {
-        if self.count == 0 {
-            return;
-        }
         self.count = 0;
-        if let Some(e) = &self.env {
-            // SAFETY: our live env; no Saved from it is used after this.
-            unsafe { enif_clear_env(e.0) };
+        if let Some(e) = self.env.take() {
+            // SAFETY: allocated in `save`; no Saved from it is used after this.
+            unsafe { enif_free_env(e.0) };
         }
     }
+}
+
+/// Terms whose word is the whole term (valid in every env): atoms and small
+/// integers (60-bit on 64-bit VMs; 28-bit on 32-bit ones).
+fn is_immediate(term: Term) -> bool {
+    if term.is_atom() {
+        return true;
+    }
+    const SMALL: i64 = if cfg!(target_pointer_width = "64") {
+        1 << 59
+    } else {
+        1 << 27
+    };
+    term.is_integer()
+        && term
+            .decode::<i64>()
+            .is_ok_and(|i| (-SMALL..SMALL).contains(&i))
 }
 
 impl Drop for HandleStore {

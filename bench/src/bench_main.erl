@@ -38,7 +38,7 @@ config(Opts) ->
       results => Get(results, filename:join([Root, "bench", "results"])),
       pidfile => Get(pidfile, filename:join([Root, "bench", "_build", "pids"])),
       paths => string:lexemes(Get(paths, ""), ":"),
-      backends => [list_to_atom(B) || B <- string:lexemes(Get(backends, "nifsock,socket,gen_tcp,gen_tcp_active"), ",")],
+      backends => [list_to_atom(B) || B <- string:lexemes(Get(backends, "nifsock,socket,gen_tcp,gen_tcp_active,nifsock_tcp_active_n,gen_tcp_active_n"), ",")],
       workloads => [list_to_atom(W) || W <- string:lexemes(Get(workloads, "churn,keepalive,pingpong1,pingpong16,bulk,idle,syscalls"), ",")],
       subject => list_to_atom(Get(subject, "nifsock")),
       client => list_to_atom(Get(client, "gen_tcp")),
@@ -189,10 +189,19 @@ workload(W, Cfg) ->
     case W =:= syscalls andalso maps:get(strace, Cfg) =:= false of
         true -> log("bench: strace not found, skipping syscalls", []), [];
         false ->
-            log("bench: ~p: ~p round(s) x ~p", [W, Rounds, maps:get(backends, Cfg)]),
+            Backends = [B || B <- maps:get(backends, Cfg), runs(W, B)],
+            log("bench: ~p: ~p round(s) x ~p", [W, Rounds, Backends]),
             lists:append(
-              [[one(W, R, B, Cfg) || B <- maps:get(backends, Cfg)]
+              [[one(W, R, B, Cfg) || B <- Backends]
                || R <- lists:seq(1, Rounds), not past_deadline(Cfg, W, R)])
+    end.
+
+%% The {active, N} backends compare active delivery (nifsock_tcp's pumps vs
+%% inet_drv): they run the request/response workloads only.
+runs(W, B) ->
+    case lists:suffix("_active_n", atom_to_list(B)) of
+        true -> lists:member(W, [keepalive, pingpong1, pingpong16]);
+        false -> true
     end.
 
 past_deadline(Cfg, W, R) ->

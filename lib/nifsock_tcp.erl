@@ -210,7 +210,7 @@ setopts(S, Opts) ->
 
 current_format(S) ->
     #{mode := Mode} = M = nifsock_nif:tcp_getopts(S),
-    maps:with([packet, packet_size, send_timeout], M#{mode => Mode}).
+    maps:with([packet, packet_size, send_timeout, mode], M#{mode => Mode}).
 
 %% @doc Reads options, as `inet:getopts/2'.
 -spec getopts(socket(), [atom()]) -> {ok, [{atom(), term()}]} | {error, term()}.

@@ -1,0 +1,362 @@
+%% The Erlang distribution over nifsock (`-proto_dist nifsock', nifsock_dist).
+%%
+%% The CT node runs the default distribution, so every case starts its own
+%% peer nodes with `-proto_dist nifsock' (loopback, unique names), controls
+%% them over stdio (`connection => standard_io') and makes them talk to each
+%% other: all traffic under test is between two nifsock_dist nodes (or, in
+%% dist_mixed_cluster_with_inet_tcp, a nifsock_dist node and an inet_tcp_dist
+%% one). Helpers that run inside the peers are exported from this module.
+-module(nifsock_dist_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+-include_lib("stdlib/include/assert.hrl").
+
+-export([all/0, suite/0, init_per_testcase/2, end_per_testcase/2]).
+-export([dist_ping/1, dist_rpc/1, dist_big_messages_both_ways/1,
+         dist_small_messages_in_order/1, dist_nodedown_when_peer_killed/1,
+         dist_mixed_cluster_with_inet_tcp/1, dist_inet6/1,
+         dist_disconnect_closes_socket_and_reconnects/1, dist_wrong_cookie_pang/1,
+         dist_connection_options/1, dist_ticks/1, dist_check_ip/1]).
+%% run inside the peers
+-export([big_exchange/2, big_peer/1, small_exchange/2, small_peer/2, watch_node/1,
+         await_nodedown/1, socket_count/0, await_no_connection/2]).
+
+-define(T, 30000).
+-define(BIG, (10 * 1024 * 1024)).
+-define(SMALL_COUNT, 100000).
+
+suite() ->
+    [{timetrap, {minutes, 3}}].
+
+all() ->
+    [dist_ping, dist_rpc, dist_big_messages_both_ways, dist_small_messages_in_order,
+     dist_nodedown_when_peer_killed, dist_mixed_cluster_with_inet_tcp, dist_inet6,
+     dist_disconnect_closes_socket_and_reconnects, dist_wrong_cookie_pang,
+     dist_connection_options, dist_ticks, dist_check_ip].
+
+init_per_testcase(_Case, Config) ->
+    Config.
+
+end_per_testcase(_Case, _Config) ->
+    [catch peer:stop(P) || P <- erase_peers()],
+    ok.
+
+%%% ------------------------------------------------------------------
+%%% Cases
+
+%% @doc net_adm:ping between two nifsock nodes: pong, both list each other, and
+%% the connection is run by a process (nifsock_dist), not a port (inet_tcp_dist).
+dist_ping(_Config) ->
+    {PA, A} = start_node(nifsock),
+    {PB, B} = start_node(nifsock),
+    ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+    ?assertEqual([B], peer:call(PA, erlang, nodes, [], ?T)),
+    ?assertEqual([A], peer:call(PB, erlang, nodes, [], ?T)),
+    [{B, CtrlA}] = peer:call(PA, erlang, system_info, [dist_ctrl], ?T),
+    [{A, CtrlB}] = peer:call(PB, erlang, system_info, [dist_ctrl], ?T),
+    ?assert(is_pid(CtrlA)),
+    ?assert(is_pid(CtrlB)),
+    ok.
+
+%% @doc rpc:call and erpc:call in both directions.
+dist_rpc(_Config) ->
+    {PA, A} = start_node(nifsock),
+    {PB, B} = start_node(nifsock),
+    ?assertEqual(B, peer:call(PA, rpc, call, [B, erlang, node, []], ?T)),
+    ?assertEqual(A, peer:call(PB, rpc, call, [A, erlang, node, []], ?T)),
+    ?assertEqual(6, peer:call(PA, erpc, call, [B, erlang, '+', [2, 4]], ?T)),
+    ?assertEqual({badrpc, {'EXIT', {badarith, '_'}}},
+                 strip_stack(peer:call(PA, rpc, call, [B, erlang, '/', [1, 0]], ?T))),
+    ok.
+
+%% @doc A 10 MB binary each way at the same time (ERTS sends them as ~64 KB
+%% fragments), content checked by MD5 on both sides.
+dist_big_messages_both_ways(_Config) ->
+    {PA, _A} = start_node(nifsock),
+    {_PB, B} = start_node(nifsock),
+    ?assertEqual(ok, peer:call(PA, ?MODULE, big_exchange, [B, ?BIG], 60000)),
+    %% and again, on the warm connection, with a size that is no multiple of anything
+    ?assertEqual(ok, peer:call(PA, ?MODULE, big_exchange, [B, ?BIG + 12345], 60000)),
+    ok.
+
+%% @doc 100,000 small messages each way at the same time arrive complete and in
+%% order.
+dist_small_messages_in_order(_Config) ->
+    {PA, _A} = start_node(nifsock),
+    {_PB, B} = start_node(nifsock),
+    ?assertEqual(ok, peer:call(PA, ?MODULE, small_exchange, [B, ?SMALL_COUNT], 60000)),
+    ok.
+
+%% @doc When a peer's OS process is killed, the other node gets `{nodedown, B}'
+%% (monitor_node) and a nodedown from net_kernel:monitor_nodes at once (the
+%% socket closes), well before any tick timeout.
+dist_nodedown_when_peer_killed(_Config) ->
+    {PA, _A} = start_node(nifsock),
+    {PB, B} = start_node(nifsock),
+    ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+    ok = peer:call(PA, ?MODULE, watch_node, [B], ?T),
+    OsPid = peer:call(PB, os, getpid, [], ?T),
+    Killed = os:system_time(millisecond),
+    _ = os:cmd("kill -9 " ++ OsPid),
+    {nodedown, At, Reasons} = peer:call(PA, ?MODULE, await_nodedown, [20000], ?T),
+    ct:pal("nodedown after ~b ms, reasons ~p", [At - Killed, Reasons]),
+    ?assert(At - Killed < 5000),
+    ?assertEqual([], peer:call(PA, erlang, nodes, [], ?T)),
+    %% the connection's socket is gone: only the listener is left
+    ?assertEqual(ok, peer:call(PA, ?MODULE, await_no_connection, [1, 5000], ?T)),
+    ok.
+
+%% @doc A nifsock_dist node and an inet_tcp_dist node: nifsock_dist speaks the
+%% same wire protocol (epmd registration, handshake in 2-byte frames, then
+%% 4-byte frames), so they connect, in either direction, and exchange
+%% messages: pong, rpc both ways, a 1 MB binary both ways. The nifsock side
+%% runs the connection with a process, the inet side with a port.
+dist_mixed_cluster_with_inet_tcp(_Config) ->
+    {PN, N} = start_node(nifsock),
+    {PI, I} = start_node(inet_tcp),
+    ?assertEqual(pong, peer:call(PN, net_adm, ping, [I], ?T)),
+    [{I, CtrlN}] = peer:call(PN, erlang, system_info, [dist_ctrl], ?T),
+    [{N, CtrlI}] = peer:call(PI, erlang, system_info, [dist_ctrl], ?T),
+    ?assert(is_pid(CtrlN)),
+    ?assert(is_port(CtrlI)),
+    ?assertEqual(I, peer:call(PN, rpc, call, [I, erlang, node, []], ?T)),
+    ?assertEqual(N, peer:call(PI, rpc, call, [N, erlang, node, []], ?T)),
+    ?assertEqual(ok, peer:call(PN, ?MODULE, big_exchange, [I, 1024 * 1024], ?T)),
+    %% the other way round: the inet_tcp_dist node sets the connection up
+    true = peer:call(PN, erlang, disconnect_node, [I], ?T),
+    ?assertEqual(ok, peer:call(PN, ?MODULE, await_no_connection, [1, 5000], ?T)),
+    ?assertEqual(pong, peer:call(PI, net_adm, ping, [N], ?T)),
+    ?assertEqual(ok, peer:call(PI, ?MODULE, big_exchange, [N, 1024 * 1024], ?T)),
+    ok.
+
+%% @doc nifsock6_dist (`-proto_dist nifsock6'): two nodes connect over ::1.
+dist_inet6(_Config) ->
+    {PA, _A} = start_node(nifsock6),
+    {_PB, B} = start_node(nifsock6),
+    ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+    {ok, Info} = peer:call(PA, net_kernel, node_info, [B], ?T),
+    {net_address, {IP, _Port}, _Host, tcp, inet6} = proplists:get_value(address, Info),
+    ?assertEqual({0, 0, 0, 0, 0, 0, 0, 1}, IP),
+    ?assertEqual(ok, peer:call(PA, ?MODULE, big_exchange, [B, 1024 * 1024], ?T)),
+    ok.
+
+%% @doc erlang:disconnect_node closes the connection's socket on both nodes
+%% (nifsock's socket count falls back to the listener) and the next ping
+%% connects again.
+dist_disconnect_closes_socket_and_reconnects(_Config) ->
+    {PA, _A} = start_node(nifsock),
+    {PB, B} = start_node(nifsock),
+    ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+    ?assertEqual(2, peer:call(PA, ?MODULE, socket_count, [], ?T)),
+    true = peer:call(PA, erlang, disconnect_node, [B], ?T),
+    ?assertEqual(ok, peer:call(PA, ?MODULE, await_no_connection, [1, 5000], ?T)),
+    ?assertEqual(ok, peer:call(PB, ?MODULE, await_no_connection, [1, 5000], ?T)),
+    ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+    ?assertEqual(2, peer:call(PA, ?MODULE, socket_count, [], ?T)),
+    ok.
+
+%% @doc Different cookies: the handshake fails, ping returns pang, and neither
+%% node keeps a socket for the failed attempt.
+dist_wrong_cookie_pang(_Config) ->
+    {PA, _A} = start_node(nifsock, "cookie_one"),
+    {PB, B} = start_node(nifsock, "cookie_two"),
+    ?assertEqual(pang, peer:call(PA, net_adm, ping, [B], ?T)),
+    ?assertEqual(ok, peer:call(PA, ?MODULE, await_no_connection, [1, 5000], ?T)),
+    ?assertEqual(ok, peer:call(PB, ?MODULE, await_no_connection, [1, 5000], ?T)),
+    ok.
+
+%% @doc net_kernel:getopts/setopts on a live connection reach its socket
+%% (nodelay is on by default, as inet_tcp_dist's); framing options are refused.
+dist_connection_options(_Config) ->
+    {PA, _A} = start_node(nifsock),
+    {_PB, B} = start_node(nifsock),
+    ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+    ?assertEqual({ok, [{nodelay, true}]}, peer:call(PA, net_kernel, getopts, [B, [nodelay]], ?T)),
+    ?assertEqual(ok, peer:call(PA, net_kernel, setopts, [B, [{nodelay, false}]], ?T)),
+    ?assertEqual({ok, [{nodelay, false}]}, peer:call(PA, net_kernel, getopts, [B, [nodelay]], ?T)),
+    ?assertMatch({error, {badopts, _}},
+                 peer:call(PA, net_kernel, setopts, [B, [{packet, 2}]], ?T)),
+    ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+    ok.
+
+%% @doc Ticks (net_ticktime 2 s): an idle connection stays up for 6 s, carried
+%% by ticks alone; when the peer stops (SIGSTOP) the connection goes down with
+%% net_tick_timeout within a few seconds.
+dist_ticks(_Config) ->
+    Tick = ["-kernel", "net_ticktime", "2"],
+    {PA, _A} = start_node(nifsock, "nifsock_dist_suite", Tick),
+    {PB, B} = start_node(nifsock, "nifsock_dist_suite", Tick),
+    ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+    ok = peer:call(PA, ?MODULE, watch_node, [B], ?T),
+    {ok, In0, Out0} = tick_counts(PA, B),
+    timer:sleep(6000),
+    ?assertEqual([B], peer:call(PA, erlang, nodes, [], ?T)),
+    {ok, In1, Out1} = tick_counts(PA, B),
+    ct:pal("ticks over 6 s idle: in ~b, out ~b", [In1 - In0, Out1 - Out0]),
+    OsPid = peer:call(PB, os, getpid, [], ?T),
+    Stopped = os:system_time(millisecond),
+    _ = os:cmd("kill -STOP " ++ OsPid),
+    try
+        {nodedown, At, Reasons} = peer:call(PA, ?MODULE, await_nodedown, [20000], ?T),
+        ct:pal("nodedown ~b ms after SIGSTOP, reasons ~p", [At - Stopped, Reasons]),
+        ?assertEqual([monitor_node, {monitor_nodes, net_tick_timeout}], Reasons),
+        ?assert(At - Stopped < 10000)
+    after
+        os:cmd("kill -CONT " ++ OsPid)
+    end,
+    ok.
+
+%% @doc With kernel's check_ip on, a peer on one of our own subnets (loopback)
+%% is let in.
+dist_check_ip(_Config) ->
+    CheckIp = ["-kernel", "check_ip", "true"],
+    {PA, _A} = start_node(nifsock, "nifsock_dist_suite", CheckIp),
+    {PB, B} = start_node(nifsock, "nifsock_dist_suite", CheckIp),
+    ?assertEqual({ok, true}, peer:call(PB, application, get_env, [kernel, check_ip], ?T)),
+    ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+    ok.
+
+tick_counts(PA, B) ->
+    {ok, Info} = peer:call(PA, net_kernel, node_info, [B], ?T),
+    {ok, proplists:get_value(in, Info), proplists:get_value(out, Info)}.
+
+%%% ------------------------------------------------------------------
+%%% Inside the peers
+
+%% @doc On A: sends B a `Size'-byte binary while B sends one back; both sides
+%% check what they got against the sender's MD5.
+big_exchange(B, Size) ->
+    Peer = spawn_link(B, ?MODULE, big_peer, [self()]),
+    Mine = rand:bytes(Size),
+    Peer ! {self(), Mine, erlang:md5(Mine)},
+    receive
+        {Peer, Theirs, TheirMd5, MineOk} ->
+            ?assertEqual(Size, byte_size(Theirs)),
+            ?assertEqual(TheirMd5, erlang:md5(Theirs)),
+            ?assertEqual(true, MineOk),
+            ok
+    after 50000 ->
+            timeout
+    end.
+
+%% @doc On B: sends a binary of the same size back at once, then checks A's.
+big_peer(From) ->
+    receive
+        {From, Bin, Md5} ->
+            Mine = rand:bytes(byte_size(Bin)),
+            From ! {self(), Mine, erlang:md5(Mine), erlang:md5(Bin) =:= Md5}
+    end.
+
+%% @doc On A: N messages each way at the same time, each side checking order.
+small_exchange(B, N) ->
+    Peer = spawn_link(B, ?MODULE, small_peer, [self(), N]),
+    _ = spawn_link(fun() -> [Peer ! {seq, I} || I <- lists:seq(1, N)] end),
+    Got = receive_in_order(1, N),
+    PeerGot = receive {Peer, R} -> R after 50000 -> timeout end,
+    case {Got, PeerGot} of
+        {ok, ok} -> ok;
+        Other -> Other
+    end.
+
+%% @doc On B: sends N messages to A while checking the order of A's.
+small_peer(From, N) ->
+    Self = self(),
+    _ = spawn_link(fun() -> [From ! {seq, I} || I <- lists:seq(1, N)], Self ! sent end),
+    Got = receive_in_order(1, N),
+    receive sent -> ok end,
+    From ! {self(), Got}.
+
+receive_in_order(I, N) when I > N ->
+    ok;
+receive_in_order(I, N) ->
+    receive
+        {seq, I} -> receive_in_order(I + 1, N);
+        {seq, J} -> {out_of_order, I, J}
+    after 30000 ->
+            {missing_from, I}
+    end.
+
+%% @doc On A: starts a watcher of node B (monitor_node and monitor_nodes).
+watch_node(B) ->
+    Caller = self(),
+    Pid = spawn(fun() ->
+                        register(nifsock_dist_watcher, self()),
+                        ok = net_kernel:monitor_nodes(true, [nodedown_reason]),
+                        true = monitor_node(B, true),
+                        Caller ! {self(), watching},
+                        watcher(B, [])
+                end),
+    receive {Pid, watching} -> ok end.
+
+watcher(B, Seen) ->
+    receive
+        {nodedown, B} when Seen =:= [] ->
+            watcher(B, [monitor_node]);
+        {nodedown, B} ->
+            report_nodedown(lists:reverse([monitor_node | Seen]));
+        {nodedown, B, Info} when Seen =:= [] ->
+            watcher(B, [{monitor_nodes, proplists:get_value(nodedown_reason, Info)}]);
+        {nodedown, B, Info} ->
+            report_nodedown(lists:reverse([{monitor_nodes,
+                                            proplists:get_value(nodedown_reason, Info)} | Seen]))
+        %% anything else (an await arriving early, nodeups) stays queued
+    end.
+
+report_nodedown(Reasons) ->
+    At = os:system_time(millisecond),
+    receive {From, await} -> From ! {self(), {nodedown, At, Reasons}} end.
+
+%% @doc On A: waits for the watcher to have seen both nodedowns.
+await_nodedown(Timeout) ->
+    Pid = whereis(nifsock_dist_watcher),
+    Pid ! {self(), await},
+    receive {Pid, Result} -> Result after Timeout -> timeout end.
+
+%% @doc File descriptors held by nifsock sockets in this node (closed
+%% sockets whose objects are not yet garbage collected don't count).
+socket_count() ->
+    maps:get(fds, nifsock:info()).
+
+%% @doc Waits until no node is connected and `Expected' sockets are open.
+await_no_connection(Expected, Timeout) when Timeout =< 0 ->
+    {still, nodes(), socket_count(), Expected};
+await_no_connection(Expected, Timeout) ->
+    case {nodes(), socket_count()} of
+        {[], Expected} -> ok;
+        _ -> timer:sleep(20), await_no_connection(Expected, Timeout - 20)
+    end.
+
+%%% ------------------------------------------------------------------
+%%% Helpers
+
+start_node(Carrier) ->
+    start_node(Carrier, "nifsock_dist_suite").
+
+start_node(Carrier, Cookie) ->
+    start_node(Carrier, Cookie, []).
+
+start_node(Carrier, Cookie, Extra) ->
+    Dist = case Carrier of
+               inet_tcp -> [];
+               _ -> ["-proto_dist", atom_to_list(Carrier)]
+           end,
+    Paths = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, nifsock_dist]]),
+    Args = Dist ++ lists:append([["-pa", P] || P <- Paths]) ++ ["-setcookie", Cookie] ++ Extra,
+    Name = peer:random_name(lists:concat(["nsd_", Carrier])),
+    case peer:start(#{name => Name, connection => standard_io, args => Args}) of
+        {ok, Peer, Node} ->
+            put(peers, [Peer | case get(peers) of undefined -> []; Ps -> Ps end]),
+            {module, _} = peer:call(Peer, code, ensure_loaded, [?MODULE], ?T),
+            {Peer, Node};
+        Error ->
+            ct:fail({peer_start, Carrier, Error})
+    end.
+
+erase_peers() ->
+    case erase(peers) of
+        undefined -> [];
+        Ps -> Ps
+    end.
+
+strip_stack({badrpc, {'EXIT', {Reason, _Stack}}}) -> {badrpc, {'EXIT', {Reason, '_'}}};
+strip_stack(Other) -> Other.

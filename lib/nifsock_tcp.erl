@@ -10,9 +10,12 @@
 %% data is already there gets it delivered at once, without a select.
 %%
 %% Accepted sockets get the listener's options without system calls: Linux
-%% copies socket-level options (reuseaddr, keepalive, linger, buffer sizes,
-%% priority, nodelay...) to accepted sockets, and nifsock copies its own
-%% (active, packet, mode, send_timeout) inside the accept call.
+%% copies socket-level options (reuseaddr, reuseport, keepalive, nodelay,
+%% nopush, buffer sizes, linger, tos, ttl, keepidle, tclass) to accepted
+%% sockets, and nifsock copies its own (active, packet, mode, send_timeout,
+%% exit_on_close) inside the accept call. SO_PRIORITY is the exception Linux
+%% doesn't copy: when a priority was set on the listener, accept sets it (one
+%% setsockopt).
 -module(nifsock_tcp).
 
 -export([listen/2, accept/1, accept/2, connect/3, connect/4, send/2, recv/2, recv/3,
@@ -47,7 +50,7 @@
 %% @doc Listens on `Port' (0: any), as `gen_tcp:listen/2'. Default backlog 5.
 -spec listen(inet:port_number(), [option()]) -> {ok, socket()} | {error, term()}.
 listen(Port, Opts) when is_integer(Port), Port >= 0, is_list(Opts) ->
-    #{domain := Domain} = P = parse(Opts, #{port => Port}),
+    #{domain := Domain} = P = parse_or_badarg(Opts, #{port => Port}, [Port, Opts]),
     with_socket(Domain, P, fun(S) ->
         ok = ok(bind_addr(S, P)),
         ok = ok(nifsock:listen(S, maps:get(backlog, P, 5))),
@@ -92,7 +95,7 @@ connect(Address, Port, Opts) ->
 -spec connect(inet:socket_address() | inet:hostname(), inet:port_number(), [option()],
               timeout()) -> {ok, socket()} | {error, term()}.
 connect(Address, Port, Opts, Timeout) when is_integer(Port), is_list(Opts) ->
-    P0 = parse(Opts, #{}),
+    P0 = parse_or_badarg(Opts, #{}, [Address, Port, Opts, Timeout]),
     case resolve(Address, maps:get(domain, P0)) of
         {ok, IP} ->
             #{domain := Domain} = P = P0#{remote => IP},
@@ -148,7 +151,8 @@ send(S, Data) ->
     end.
 
 result(ok) -> ok;
-result({error, {Reason, _Rest}}) -> {error, Reason};
+result({error, {Reason, _Rest}}) -> result({error, Reason});
+result({error, Reason}) when Reason =:= epipe; Reason =:= econnreset -> {error, closed};
 result({error, _} = E) -> E.
 
 %% @equiv recv(S, Length, infinity)
@@ -174,14 +178,30 @@ recv_loop(S, Length, H, Deadline) ->
             end;
         more ->
             recv_loop(S, Length, H, Deadline);
+        {error, Reason} when Reason =:= closed; Reason =:= econnreset ->
+            ended(S);
+        {error, {Reason, Partial}} when Reason =:= closed; Reason =:= econnreset ->
+            ok = nifsock_nif:tcp_unread(S, Partial),
+            ended(S);
         {error, {Reason, _Partial}} ->
             {error, Reason};
         Result ->
             Result
     end.
 
-%% gen_tcp drops nothing on timeout: a partial raw read stays for the next recv.
-timeout_result(_S) ->
+%% The peer closed (or reset: gen_tcp reports both as closed): with
+%% exit_on_close (the default) the socket is closed too.
+ended(S) ->
+    ok = nifsock_nif:tcp_ended(S),
+    {error, closed}.
+
+%% gen_tcp drops nothing on timeout: the bytes of a partial read go back in
+%% front of the stream for the next recv.
+timeout_result(S) ->
+    case nifsock_nif:take_partial(S) of
+        <<>> -> ok;
+        Partial -> ok = nifsock_nif:tcp_unread(S, Partial)
+    end,
     {error, timeout}.
 
 %%% ------------------------------------------------------------------
@@ -193,7 +213,8 @@ setopts(S, Opts) when is_list(Opts) ->
     try
         P = parse(Opts, #{}),
         ok = ok(apply_sockopts(S, maps:get(sockopts, P, []))),
-        case lists:any(fun(K) -> maps:is_key(K, P) end, [packet, packet_size, mode, send_timeout]) of
+        case lists:any(fun(K) -> maps:is_key(K, P) end,
+                       [packet, packet_size, mode, send_timeout, exit_on_close]) of
             true -> ok = ok(set_format(S, maps:merge(current_format(S), P)));
             false -> ok
         end,
@@ -202,28 +223,33 @@ setopts(S, Opts) when is_list(Opts) ->
             _ -> ok
         end
     catch
-        throw:{error, _} = Error -> Error;
+        throw:{error, _} = Error -> einval(Error);
         error:{invalid_option, _} -> {error, einval}
     end;
 setopts(S, Opts) ->
     erlang:error(badarg, [S, Opts]).
 
+%% gen_tcp's answer to bad values and closed sockets.
+einval({error, closed}) -> {error, einval};
+einval({error, {invalid, _}}) -> {error, einval};
+einval(Error) -> Error.
+
 current_format(S) ->
-    #{mode := Mode} = M = nifsock_nif:tcp_getopts(S),
-    maps:with([packet, packet_size, send_timeout, mode], M#{mode => Mode}).
+    #{mode := Mode} = M = value(nifsock_nif:tcp_getopts(S)),
+    maps:with([packet, packet_size, send_timeout, mode, exit_on_close], M#{mode => Mode}).
 
 %% @doc Reads options, as `inet:getopts/2'.
 -spec getopts(socket(), [atom()]) -> {ok, [{atom(), term()}]} | {error, term()}.
 getopts(S, Names) when is_list(Names) ->
-    Tcp = nifsock_nif:tcp_getopts(S),
     try
+        Tcp = value(nifsock_nif:tcp_getopts(S)),
         {ok, [{N, getopt(S, N, Tcp)} || N <- Names]}
     catch
-        throw:{error, _} = Error -> Error
+        throw:{error, _} = Error -> einval(Error)
     end.
 
 getopt(_S, N, Tcp) when N =:= active; N =:= packet; N =:= packet_size; N =:= mode;
-                        N =:= send_timeout ->
+                        N =:= send_timeout; N =:= exit_on_close ->
     maps:get(N, Tcp);
 getopt(S, linger, _) ->
     #{onoff := On, linger := T} = value(nifsock:getopt(S, {socket, linger})),
@@ -237,7 +263,8 @@ getopt(S, N, _) ->
     end.
 
 value({ok, V}) -> V;
-value({error, _} = E) -> throw(E).
+value({error, _} = E) -> throw(E);
+value(#{} = Map) -> Map.
 
 %%% ------------------------------------------------------------------
 %%% The rest
@@ -283,6 +310,12 @@ inet_addr({error, _} = E) -> E.
 %%% ------------------------------------------------------------------
 %%% Option parsing
 
+%% gen_tcp raises badarg for options it doesn't know.
+parse_or_badarg(Opts, P, Args) ->
+    try parse(Opts, P)
+    catch error:{invalid_option, _} -> erlang:error(badarg, Args)
+    end.
+
 parse([], P) ->
     P#{domain => maps:get(domain, P, inet), sockopts => lists:reverse(maps:get(sockopts, P, []))};
 parse([Opt | Rest], P) ->
@@ -299,6 +332,7 @@ parse_one({packet, 0}, P) -> P#{packet => raw};
 parse_one({packet, K}, P) when K =:= raw; K =:= 1; K =:= 2; K =:= 4; K =:= line -> P#{packet => K};
 parse_one({packet_size, N}, P) when is_integer(N), N >= 0 -> P#{packet_size => N};
 parse_one({send_timeout, T}, P) when T =:= infinity; is_integer(T), T >= 0 -> P#{send_timeout => T};
+parse_one({exit_on_close, B}, P) when is_boolean(B) -> P#{exit_on_close => B};
 parse_one({backlog, N}, P) when is_integer(N) -> P#{backlog => N};
 parse_one({ip, IP}, P) -> P#{ip => IP};
 parse_one({ifaddr, {local, Path}}, P) -> P#{domain => local, path => Path};
@@ -309,7 +343,7 @@ parse_one({linger, {On, T}}, P) when is_boolean(On), is_integer(T) ->
     sockopt({socket, linger}, #{onoff => On, linger => T}, P);
 parse_one({raw, Level, Name, Value}, P) -> sockopt({Level, Name}, Value, P);
 parse_one({tcp_module, _}, P) -> P;
-parse_one({Name, _}, P) when Name =:= exit_on_close; Name =:= delay_send; Name =:= header;
+parse_one({Name, _}, P) when Name =:= delay_send; Name =:= header;
                              Name =:= high_watermark; Name =:= low_watermark;
                              Name =:= high_msgq_watermark; Name =:= low_msgq_watermark;
                              Name =:= send_timeout_close; Name =:= deliver;
@@ -350,7 +384,8 @@ apply_sockopts(S, [{Opt, Value} | Rest]) ->
 
 set_format(S, P) ->
     nifsock_nif:tcp_set_format(S, maps:get(packet, P, raw), maps:get(packet_size, P, 0),
-                               maps:get(mode, P, list) =:= list, maps:get(send_timeout, P, infinity)).
+                               maps:get(mode, P, list) =:= list, maps:get(send_timeout, P, infinity),
+                               not maps:get(exit_on_close, P, true)).
 
 set_active(S, A) ->
     nifsock_nif:tcp_set_active(S, A, nifsock_tcp_pump:for_caller()).

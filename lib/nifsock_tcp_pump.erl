@@ -62,5 +62,9 @@ loop() ->
         _Other ->
             %% aborts for closed sockets and anything stray
             ok
+    after 1000 ->
+            %% idle: drop the socket terms of past messages from the heap, so
+            %% closed sockets' objects can be freed
+            garbage_collect()
     end,
     loop().

@@ -15,7 +15,7 @@ rustler::atoms! {
     wait, nowait, zero, recv, send, accept, connect, msg_flag, owner, sendfile,
     // nifsock_tcp messages and options
     nifsock, nifsock_closed, nifsock_error, nifsock_passive, active, once,
-    raw, line, infinity, packet, packet_size, mode, send_timeout, list, binary,
+    raw, line, infinity, packet, packet_size, mode, send_timeout, list, binary, exit_on_close,
     // shutdown
     read, write, read_write,
     // option values and keys

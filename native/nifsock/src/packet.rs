@@ -57,14 +57,12 @@ pub fn first(mode: Packet, buf: &[u8], limit: usize) -> Found {
             }
         }
         Packet::Line => match buf.iter().position(|&b| b == b'\n') {
+            Some(i) if limit != 0 && i + 1 > limit => Found::TooLarge,
             Some(i) => Found::Packet {
                 consumed: i + 1,
                 payload: 0..i + 1,
             },
-            None if limit != 0 && buf.len() >= limit => Found::Packet {
-                consumed: limit,
-                payload: 0..limit,
-            },
+            None if limit != 0 && buf.len() >= limit => Found::TooLarge,
             None => Found::Incomplete,
         },
     }
@@ -146,11 +144,13 @@ mod tests {
             }
         );
         assert_eq!(first(Packet::Line, b"abcd", 0), Found::Incomplete);
+        assert_eq!(first(Packet::Line, b"abcd", 2), Found::TooLarge);
+        assert_eq!(first(Packet::Line, b"abcdef\n", 5), Found::TooLarge);
         assert_eq!(
-            first(Packet::Line, b"abcd", 2),
+            first(Packet::Line, b"abc\n", 5),
             Found::Packet {
-                consumed: 2,
-                payload: 0..2
+                consumed: 4,
+                payload: 0..4
             }
         );
     }

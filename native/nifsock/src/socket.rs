@@ -74,6 +74,8 @@ pub enum Active {
     Off,
     /// `{active, true}`.
     Forever,
+    /// `{active, once}`: one message, then passive without a passive message.
+    Once,
     /// `{active, once}` (1) or `{active, N}`: messages left before passive.
     Count(i32),
 }
@@ -94,6 +96,12 @@ pub struct TcpOpts {
     pub accept_active: Active,
     /// `send_timeout` in ms (`None`: infinity).
     pub send_timeout: Option<u32>,
+    /// `exit_on_close` (gen_tcp's default, true): end of stream closes the socket.
+    pub keep_open: bool,
+    /// SO_PRIORITY set through setopt: Linux does not copy it to accepted
+    /// sockets, so `nifsock_tcp` accept sets it (the only per-accept setsockopt,
+    /// and only when a priority was set on the listener).
+    pub priority: Option<i32>,
 }
 
 /// Everything under the state mutex.

@@ -109,6 +109,13 @@ fn tos_value(v: Term) -> Result<i32> {
     v.decode::<i32>().map_err(|_| Error::Invalid("value"))
 }
 
+/// setsockopt(SO_PRIORITY) on a socket nifsock_tcp just accepted.
+pub fn set_priority(s: &Socket, p: i32) -> Result<()> {
+    set_raw(s, libc::SOL_SOCKET, libc::SO_PRIORITY, &p.to_ne_bytes())?;
+    s.lock().tcp.priority = Some(p);
+    Ok(())
+}
+
 /// IP_TOS without its side effect on SO_PRIORITY.
 fn set_tos(s: &Socket, tos: i32) -> Result<()> {
     let mut b = [0u8; 4];
@@ -154,7 +161,14 @@ pub fn set(s: &Socket, target: Target, v: Term) -> Result<()> {
         }
         Target::Known(spec) => match spec.kind {
             Kind::Bool => set_raw(s, spec.level, spec.opt, &bool_value(v)?.to_ne_bytes()),
-            Kind::Int => set_raw(s, spec.level, spec.opt, &int_value(v)?.to_ne_bytes()),
+            Kind::Int => {
+                let i = int_value(v)?;
+                set_raw(s, spec.level, spec.opt, &i.to_ne_bytes())?;
+                if (spec.level, spec.opt) == (libc::SOL_SOCKET, libc::SO_PRIORITY) {
+                    s.lock().tcp.priority = Some(i);
+                }
+                Ok(())
+            }
             Kind::Linger => {
                 let (on, secs) = linger_value(v)?;
                 set_raw(s, spec.level, spec.opt, &opts::linger_bytes(on, secs))?;

@@ -88,6 +88,37 @@ fn tagged<'a>(env: Env<'a>, tag: rustler::Atom, sock: Term<'a>) -> Term<'a> {
     (tag, sock).encode(env)
 }
 
+/// Closes a socket whose stream ended (`exit_on_close`, gen_tcp's default). Never
+/// blocks: a lingering close goes to the closer thread.
+fn close_ended(env: Env, sock: Sock) {
+    if let Ok(lifecycle::Closed::Lingering) = lifecycle::close(lifecycle::Ctx::Nif(env), sock.obj) {
+        if let Some(fd) = sock.s.lock().pending_close.take() {
+            crate::closer::close_later(fd);
+        }
+    }
+}
+
+/// After a passive recv saw the end of the stream: close unless `exit_on_close` is off.
+pub fn ended<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
+    let keep_open = sock.s.lock().tcp.keep_open;
+    if !keep_open {
+        close_ended(env, sock);
+    }
+    atoms::ok().encode(env)
+}
+
+/// Puts bytes back in front of the stream (a timed-out recv's partial data), so
+/// the next recv sees them first, as gen_tcp keeps them.
+pub fn unread<'a>(env: Env<'a>, sock: Sock<'a>, bytes: rustler::Binary<'a>) -> Term<'a> {
+    if !bytes.is_empty() {
+        let mut st = sock.s.lock();
+        let mut v = bytes.as_slice().to_vec();
+        v.extend_from_slice(&st.pending);
+        st.pending = v;
+    }
+    atoms::ok().encode(env)
+}
+
 /// Reads and delivers to the owner what the active mode allows; re-arms the
 /// select for `pump` when more may come. Called by the pump on readiness and
 /// by `set_active` when a socket turns active.
@@ -110,6 +141,7 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
     let mut reads = 0;
     let mut rearm = false;
     let mut drained = false;
+    let mut ended = false;
     while opts.active != Active::Off {
         match frame(&opts, 0, &pending) {
             Found::Packet { consumed, payload } => {
@@ -117,6 +149,7 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
                 msg::send(env, &owner, (atoms::nifsock(), sock.term, data).encode(env));
                 pending.drain(..consumed.min(pending.len()));
                 opts.active = match opts.active {
+                    Active::Once => Active::Off,
                     Active::Count(n) if n <= 1 => {
                         msg::send(
                             env,
@@ -132,7 +165,9 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
             Found::TooLarge => {
                 let m = (atoms::nifsock_error(), sock.term, Error::Os(libc::EMSGSIZE)).encode(env);
                 msg::send(env, &owner, m);
+                msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
                 opts.active = Active::Off;
+                ended = true;
             }
             Found::Incomplete if drained || reads >= MAX_READS => {
                 rearm = true;
@@ -149,15 +184,18 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
                         rearm = true;
                         break;
                     }
-                    Read::Eof => {
+                    // A reset reads as a close, as gen_tcp without show_econnreset.
+                    Read::Eof | Read::Failed(libc::ECONNRESET) => {
                         msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
                         opts.active = Active::Off;
+                        ended = true;
                     }
                     Read::Failed(e) => {
                         let m = (atoms::nifsock_error(), sock.term, Error::Os(e)).encode(env);
                         msg::send(env, &owner, m);
                         msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
                         opts.active = Active::Off;
+                        ended = true;
                     }
                 }
             }
@@ -173,6 +211,11 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
         if st.tcp.active == Active::Off {
             rearm = false;
         }
+    }
+    if ended && !opts.keep_open {
+        lifecycle::done(env, sock.obj, Dir::Read, pump);
+        close_ended(env, sock);
+        return Ok(atoms::ok().encode(env));
     }
     if rearm {
         let handle = atoms::active().encode(env);
@@ -194,6 +237,9 @@ pub fn set_active<'a>(
     pump: Term<'a>,
 ) -> NifResult<Term<'a>> {
     let pump = msg::pid_of(pump).ok_or(rustler::Error::BadArg)?;
+    // Wait for a delivery in progress: once this returns, no message of the
+    // old mode can still be sent (a passive caller must not see late data).
+    let serial = sock.s.delivery_lock();
     let now = {
         let mut st = sock.s.lock();
         if st.phase != Phase::Open {
@@ -209,7 +255,7 @@ pub fn set_active<'a>(
             .decode::<rustler::Atom>()
             .is_ok_and(|a| a == atoms::once())
         {
-            Active::Count(1)
+            Active::Once
         } else if let Ok(n) = value.decode::<i32>() {
             if !(-32768..=32767).contains(&n) {
                 return args::error(env, Error::Invalid("active"));
@@ -244,6 +290,7 @@ pub fn set_active<'a>(
         st.tcp.active = next;
         next
     };
+    drop(serial);
     if now == Active::Off {
         return Ok(atoms::ok().encode(env));
     }
@@ -269,7 +316,14 @@ pub fn accept<'a>(
         return Ok(r);
     }
     let new: Sock<'a> = t.decode()?;
-    let active = l.s.lock().tcp.accept_active;
+    let (active, priority) = {
+        let lt = l.s.lock().tcp;
+        (lt.accept_active, lt.priority)
+    };
+    if let Some(p) = priority {
+        // Linux doesn't copy SO_PRIORITY at accept (gen_tcp's accepted sockets have it).
+        let _ = crate::sockopt::set_priority(new.s, p);
+    }
     if active != Active::Off {
         new.s.lock().tcp.active = active;
         deliver(env, new, &pump)?;
@@ -305,6 +359,9 @@ pub fn send_info<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
 /// `nifsock_tcp` options as a map: active, packet, packet_size, mode, send_timeout.
 pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     let st = sock.s.lock();
+    if st.phase != Phase::Open {
+        return args::error(env, Error::Closed);
+    }
     let t = st.tcp;
     let active = match if st.listening {
         t.accept_active
@@ -313,7 +370,7 @@ pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     } {
         Active::Off => false.encode(env),
         Active::Forever => true.encode(env),
-        Active::Count(1) => atoms::once().encode(env),
+        Active::Once => atoms::once().encode(env),
         Active::Count(n) => n.encode(env),
     };
     let mode = if t.list {
@@ -327,6 +384,7 @@ pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
         atoms::packet_size(),
         atoms::mode(),
         atoms::send_timeout(),
+        atoms::exit_on_close(),
     ];
     let vals = [
         active,
@@ -334,6 +392,7 @@ pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
         t.packet_size.encode(env),
         mode.encode(env),
         timeout_term(env, t.send_timeout),
+        (!t.keep_open).encode(env),
     ];
     let keys: Vec<Term> = keys.iter().map(|k| k.encode(env)).collect();
     Term::map_from_term_arrays(env, &keys, &vals).map_err(|_| rustler::Error::BadArg)
@@ -347,6 +406,7 @@ pub fn set_format<'a>(
     packet_size: usize,
     list: bool,
     send_timeout: Term<'a>,
+    keep_open: bool,
 ) -> NifResult<Term<'a>> {
     let send_timeout = match send_timeout.decode::<u32>() {
         Ok(ms) => Some(ms),
@@ -377,6 +437,10 @@ pub fn set_format<'a>(
         }
     };
     let mut st = sock.s.lock();
+    if st.phase != Phase::Open {
+        return args::error(env, Error::Closed);
+    }
+    st.tcp.keep_open = keep_open;
     st.tcp.packet = p;
     st.tcp.packet_size = packet_size;
     st.tcp.list = list;
@@ -397,7 +461,7 @@ pub fn recv<'a>(
         if st.phase != Phase::Open {
             return args::error(env, Error::Closed);
         }
-        if st.tcp.active != Active::Off {
+        if st.tcp.active != Active::Off || (len > 0 && st.tcp.packet != Packet::Raw) {
             return args::error(env, Error::Os(libc::EINVAL));
         }
         if st.tcp.packet == Packet::Raw && st.pending.is_empty() && !st.tcp.list {

@@ -34,6 +34,9 @@ fn peername<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
 fn controlling_process<'a>(env: Env<'a>, sock: Sock<'a>, pid: Term<'a>) -> NifResult<Term<'a>> {
     let new = msg::pid_of(pid).ok_or(rustler::Error::BadArg)?;
     let caller = args::caller(env)?;
+    // Wait for an active delivery in progress: after this returns, active
+    // messages go to the new owner only.
+    let _serial = sock.s.delivery_lock();
     let mut st = sock.s.lock();
     if st.phase != Phase::Open {
         return args::error(env, Error::Closed);

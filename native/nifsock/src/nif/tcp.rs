@@ -30,8 +30,27 @@ fn tcp_set_format<'a>(
     packet_size: usize,
     list: bool,
     send_timeout: Term<'a>,
+    keep_open: bool,
 ) -> NifResult<Term<'a>> {
-    tcp::set_format(env, sock, packet, packet_size, list, send_timeout)
+    tcp::set_format(
+        env,
+        sock,
+        packet,
+        packet_size,
+        list,
+        send_timeout,
+        keep_open,
+    )
+}
+
+#[rustler::nif]
+fn tcp_ended<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
+    tcp::ended(env, sock)
+}
+
+#[rustler::nif]
+fn tcp_unread<'a>(env: Env<'a>, sock: Sock<'a>, bytes: rustler::Binary<'a>) -> Term<'a> {
+    tcp::unread(env, sock, bytes)
 }
 
 #[rustler::nif]

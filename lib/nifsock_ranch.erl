@@ -1,0 +1,708 @@
+%% @doc A Ranch 2.x transport over `nifsock_tcp': use `nifsock_ranch' where
+%% `ranch_tcp' would go (`ranch:start_listener(Ref, nifsock_ranch, TransOpts,
+%% Protocol, ProtoOpts)'). Sockets are `nifsock_tcp' sockets; active messages
+%% are `{nifsock, S, Data}', `{nifsock_closed, S}', `{nifsock_error, S, Reason}'
+%% and `{nifsock_passive, S}' (see {@link messages/0}).
+%%
+%% It mirrors `ranch_tcp': the same listen defaults (`binary', `{active,
+%% false}', `{packet, raw}', `{reuseaddr, true}', `{backlog, 1024}', `{nodelay,
+%% true}', `{send_timeout, 30000}'), the same disallowed listen options, and
+%% the same return shapes. The differences:
+%% <ul>
+%% <li>`recv_proxy_header/2' peeks at the socket and then consumes exactly the
+%%     PROXY header, so it needs no `unrecv'; it parses version 1 and version 2
+%%     headers itself (Ranch's `ranch_proxy_header' is not needed) and returns
+%%     the same `proxy_info()' maps. The socket must be passive, in `{packet,
+%%     raw}' binary mode, with nothing read yet (as Ranch calls it: right
+%%     after the handshake).</li>
+%% <li>`sendfile' goes through sendfile(2) (`nifsock:sendfile'), waiting on
+%%     the socket with the socket's `send_timeout'; `chunk_size' is ignored.
+%%     A file that is not raw falls back to read-and-send.</li>
+%% <li>`getstat' reports what nifsock counts per socket (the `counters' of
+%%     `nifsock:info/1', mapped to inet's names); while nifsock keeps no
+%%     per-socket counters it is `{error, enotsup}'.</li>
+%% <li>Options that `nifsock_tcp' ignores (`delay_send', `exit_on_close',
+%%     watermarks, `send_timeout_close'...) are accepted and ignored;
+%%     `{inet_backend, _}' is dropped with a warning.</li>
+%% </ul>
+%%
+%% `-behaviour(ranch_transport)' is left out because Ranch is not a dependency
+%% of nifsock (the attribute would only produce an "undefined behaviour"
+%% warning); every `ranch_transport' callback is exported, with Ranch 2.x's
+%% arities and return shapes.
+-module(nifsock_ranch).
+
+-export([name/0, secure/0, messages/0, listen/1, disallowed_listen_options/0,
+         accept/2, handshake/2, handshake/3, handshake_continue/2, handshake_continue/3,
+         handshake_cancel/1, connect/3, connect/4, recv/3, recv_proxy_header/2,
+         send/2, sendfile/2, sendfile/4, sendfile/5, setopts/2, getopts/2,
+         getstat/1, getstat/2, controlling_process/2, peername/1, sockname/1,
+         shutdown/2, close/1, cleanup/1]).
+
+-export_type([opt/0, opts/0, proxy_info/0]).
+
+-type socket() :: nifsock:socket().
+-type opt() :: nifsock_tcp:option().
+-type opts() :: [opt()].
+-type transport_opts() :: #{socket_opts => opts(), logger => module() | false, atom() => term()}.
+-type sendfile_opts() :: [{chunk_size, non_neg_integer()}].
+-type proxy_info() :: #{version := 1 | 2,
+                        command := local | proxy,
+                        transport_family => undefined | ipv4 | ipv6 | unix,
+                        transport_protocol => undefined | stream | dgram,
+                        src_address => inet:ip_address() | binary(),
+                        src_port => inet:port_number(),
+                        dest_address => inet:ip_address() | binary(),
+                        dest_port => inet:port_number(),
+                        alpn => binary(),
+                        authority => binary(),
+                        ssl => #{client := [ssl | cert_conn | cert_sess],
+                                 verified := boolean(),
+                                 version => binary(),
+                                 cipher => binary(),
+                                 sig_alg => binary(),
+                                 key_alg => binary(),
+                                 cn => binary()},
+                        netns => binary(),
+                        raw_tlvs => [{0..255, binary()}]}.
+
+%% Longest v1 header (PP 2.1): 107 bytes including the CRLF.
+-define(V1_MAX, 107).
+-define(V2_SIG, "\r\n\r\n\0\r\nQUIT\n").
+
+%%% ------------------------------------------------------------------
+%%% Identity
+
+%% @doc The transport's name: `nifsock'.
+-spec name() -> nifsock.
+name() -> nifsock.
+
+%% @doc Whether the transport encrypts: `false'.
+-spec secure() -> false.
+secure() -> false.
+
+%% @doc The tags of active-mode messages: `{OK, Closed, Error, Passive}'.
+-spec messages() -> {nifsock, nifsock_closed, nifsock_error, nifsock_passive}.
+messages() -> {nifsock, nifsock_closed, nifsock_error, nifsock_passive}.
+
+%%% ------------------------------------------------------------------
+%%% Listening and accepting
+
+%% @doc Opens the listen socket described by `TransOpts' (its `socket_opts';
+%% the port is given there, 0 or absent: any). Defaults as `ranch_tcp':
+%% `{backlog, 1024}', `{nodelay, true}', `{send_timeout, 30000}'; forced:
+%% `binary', `{active, false}', `{packet, raw}', `{reuseaddr, true}' (the
+%% options of {@link disallowed_listen_options/0} are dropped with a warning).
+%% `{ip, {local, Path}}' listens on a unix socket (removing a stale file
+%% first; TCP-level options such as `nodelay' are left out there).
+%% Unknown options give `{error, einval}'.
+-spec listen(transport_opts()) -> {ok, socket()} | {error, atom()}.
+listen(TransOpts) ->
+    ok = cleanup(TransOpts),
+    Logger = maps:get(logger, TransOpts, logger),
+    SocketOpts = maps:get(socket_opts, TransOpts, []),
+    try nifsock_tcp:listen(0, local_opts(prepare_socket_opts(SocketOpts, Logger))) of
+        Result -> Result
+    catch
+        error:badarg -> {error, einval}
+    end.
+
+prepare_socket_opts(SocketOpts0, Logger) ->
+    SocketOpts1 = set_option_default(SocketOpts0, backlog, 1024),
+    SocketOpts2 = set_option_default(SocketOpts1, nodelay, true),
+    SocketOpts3 = set_option_default(SocketOpts2, send_timeout, 30000),
+    SocketOpts4 = set_option_default(SocketOpts3, send_timeout_close, true),
+    filter_options(SocketOpts4, disallowed_listen_options(),
+                   [binary, {active, false}, {packet, raw}, {reuseaddr, true}], Logger).
+
+set_option_default(Opts, Key, Value) ->
+    case lists:keymember(Key, 1, Opts) of
+        true -> Opts;
+        false -> [{Key, Value} | Opts]
+    end.
+
+%% The user's options minus the disallowed ones, merged over the defaults
+%% (a user option replaces a default with the same key), as ranch:filter_options/4.
+filter_options(UserOpts, Disallowed, Defaults, Logger) ->
+    Allowed = filter_user_options(UserOpts, Disallowed, Logger),
+    lists:foldl(fun merge_option/2, Defaults, Allowed).
+
+filter_user_options([{inet_backend, _} = Opt | Rest], Disallowed, Logger) ->
+    warn_option(Opt, Logger),
+    filter_user_options(Rest, Disallowed, Logger);
+filter_user_options([{Key, _} = Opt | Rest], Disallowed, Logger) ->
+    case lists:member(Key, Disallowed) of
+        true ->
+            warn_option(Opt, Logger),
+            filter_user_options(Rest, Disallowed, Logger);
+        false ->
+            [Opt | filter_user_options(Rest, Disallowed, Logger)]
+    end;
+filter_user_options([Opt | Rest], Disallowed, Logger) when Opt =:= inet; Opt =:= inet6;
+                                                           Opt =:= local ->
+    [Opt | filter_user_options(Rest, Disallowed, Logger)];
+filter_user_options([{raw, _, _, _} = Opt | Rest], Disallowed, Logger) ->
+    [Opt | filter_user_options(Rest, Disallowed, Logger)];
+filter_user_options([Opt | Rest], Disallowed, Logger) ->
+    warn_option(Opt, Logger),
+    filter_user_options(Rest, Disallowed, Logger);
+filter_user_options([], _Disallowed, _Logger) ->
+    [].
+
+merge_option({Key, _} = Opt, Opts) -> lists:keystore(Key, 1, Opts, Opt);
+merge_option(Opt, Opts) -> [Opt | Opts].
+
+warn_option(Opt, Logger) ->
+    log(Logger, warning,
+        "Transport option ~p unknown or invalid for nifsock_ranch; ignored.~n", [Opt]).
+
+log(false, _Level, _Format, _Args) -> ok;
+log(Logger, Level, Format, Args) ->
+    try Logger:Level(Format, Args)
+    catch error:undef -> ok
+    end.
+
+%% `{ip, {local, Path}}' (inet's spelling) is `{ifaddr, {local, Path}}' for
+%% nifsock_tcp; on a unix socket TCP-level options are dropped (gen_tcp ignores
+%% them there, nifsock_tcp would fail with enotsup).
+local_opts(Opts) ->
+    IsLocal = lists:any(fun({K, {local, _}}) -> K =:= ip orelse K =:= ifaddr;
+                           (local) -> true;
+                           (_) -> false
+                        end, Opts),
+    [case O of
+         {ip, {local, Path}} -> {ifaddr, {local, Path}};
+         _ -> O
+     end || O <- Opts, not (IsLocal andalso is_tcp_level(O))].
+
+is_tcp_level({Name, _}) -> lists:member(Name, [nodelay, nopush, tos]);
+is_tcp_level(_) -> false.
+
+%% @doc The listen options the transport sets itself and drops from the
+%% user's: `active', `header', `mode', `packet', `packet_size',
+%% `line_delimiter', `reuseaddr' (`binary' and `list' are dropped too).
+-spec disallowed_listen_options() -> [atom()].
+disallowed_listen_options() ->
+    [active, header, mode, packet, packet_size, line_delimiter, reuseaddr].
+
+%% @doc Accepts a connection on `LSocket'. The new socket inherits the
+%% listener's options (passive, raw, binary) and is owned by the caller.
+%% `{error, closed}' once the listen socket is closed, `{error, timeout}'.
+-spec accept(socket(), timeout()) -> {ok, socket()} | {error, closed | timeout | atom()}.
+accept(LSocket, Timeout) ->
+    nifsock_tcp:accept(LSocket, Timeout).
+
+%% @equiv handshake(CSocket, [], Timeout)
+-spec handshake(socket(), timeout()) -> {ok, socket()}.
+handshake(CSocket, Timeout) ->
+    handshake(CSocket, [], Timeout).
+
+%% @doc Completes the transport handshake: nothing to do for plain TCP.
+-spec handshake(socket(), opts(), timeout()) -> {ok, socket()}.
+handshake(CSocket, _Opts, _Timeout) ->
+    {ok, CSocket}.
+
+%% @equiv handshake_continue(CSocket, [], Timeout)
+-spec handshake_continue(socket(), timeout()) -> no_return().
+handshake_continue(CSocket, Timeout) ->
+    handshake_continue(CSocket, [], Timeout).
+
+%% @doc Not supported by plain TCP (as `ranch_tcp'): raises `not_supported'.
+-spec handshake_continue(socket(), opts(), timeout()) -> no_return().
+handshake_continue(_CSocket, _Opts, _Timeout) ->
+    error(not_supported).
+
+%% @doc Not supported by plain TCP (as `ranch_tcp'): raises `not_supported'.
+-spec handshake_cancel(socket()) -> no_return().
+handshake_cancel(_CSocket) ->
+    error(not_supported).
+
+%%% ------------------------------------------------------------------
+%%% Connecting
+
+%% @equiv connect(Host, Port, Opts, infinity)
+-spec connect(inet:ip_address() | inet:hostname() | {local, binary() | string()},
+              inet:port_number(), opts()) -> {ok, socket()} | {error, atom()}.
+connect(Host, Port, Opts) when is_integer(Port) ->
+    connect(Host, Port, Opts, infinity).
+
+%% @doc Connects to `Host' (an address, a host name or `{local, Path}'),
+%% with `Opts' followed by `binary', `{active, false}', `{packet, raw}' (which
+%% therefore win), as `ranch_tcp'. Unknown options give `{error, einval}'.
+-spec connect(inet:ip_address() | inet:hostname() | {local, binary() | string()},
+              inet:port_number(), opts(), timeout()) -> {ok, socket()} | {error, atom()}.
+connect(Host, Port, Opts, Timeout) when is_integer(Port) ->
+    Family = case Host of
+                 {local, _} -> [local];
+                 _ -> []
+             end,
+    try nifsock_tcp:connect(Host, Port, Family ++ Opts ++ [binary, {active, false}, {packet, raw}],
+                            Timeout) of
+        Result -> Result
+    catch
+        error:badarg -> {error, einval}
+    end.
+
+%%% ------------------------------------------------------------------
+%%% Data
+
+%% @doc Receives `Length' bytes (0: whatever is there) from a passive socket.
+-spec recv(socket(), non_neg_integer(), timeout()) ->
+          {ok, binary() | string()} | {error, closed | timeout | atom()}.
+recv(Socket, Length, Timeout) ->
+    nifsock_tcp:recv(Socket, Length, Timeout).
+
+%% @doc Reads a PROXY protocol header (version 1 or 2) and nothing after it:
+%% the bytes are peeked at first, then exactly the header is consumed, so
+%% what follows stays in the socket for the protocol. Returns Ranch's
+%% `proxy_info()' map, `{error, protocol_error, HumanReadable}' for a
+%% malformed or unrecognised header, or the socket's `{error, Reason}'
+%% (`closed', `timeout'...). The socket must be passive, raw and binary.
+-spec recv_proxy_header(socket(), timeout()) ->
+          {ok, proxy_info()} | {error, closed | atom()} | {error, protocol_error, atom()}.
+recv_proxy_header(Socket, Timeout) ->
+    case nifsock_tcp:getopts(Socket, [active, packet, mode]) of
+        {ok, [{active, false}, {packet, raw}, {mode, binary}]} ->
+            proxy_header(Socket, <<>>, deadline(Timeout));
+        {ok, _} ->
+            {error, einval};
+        {error, _} = Error ->
+            Error
+    end.
+
+proxy_header(Socket, Acc, Deadline) ->
+    case nifsock:recv(Socket, 0, [peek], remaining(Deadline)) of
+        {ok, Peeked} ->
+            Data = <<Acc/binary, Peeked/binary>>,
+            case header_length(Data) of
+                {ok, Len} when Len =< byte_size(Data) ->
+                    proxy_header_complete(Socket, Data, Len, Len - byte_size(Acc));
+                {ok, _Len} ->
+                    proxy_header_more(Socket, Data, byte_size(Peeked), Deadline);
+                more ->
+                    proxy_header_more(Socket, Data, byte_size(Peeked), Deadline);
+                {error, Reason} ->
+                    {error, protocol_error, Reason}
+            end;
+        {error, {Reason, _}} ->
+            {error, Reason};
+        {error, _} = Error ->
+            Error
+    end.
+
+%% The header is all there: consume its unconsumed part and parse it.
+proxy_header_complete(Socket, Data, Len, Unconsumed) ->
+    case consume(Socket, Unconsumed) of
+        ok ->
+            <<Header:Len/binary, _/binary>> = Data,
+            case parse_proxy_header(Header) of
+                {ok, Info} -> {ok, Info};
+                {error, Reason} -> {error, protocol_error, Reason}
+            end;
+        {error, _} = Error ->
+            Error
+    end.
+
+%% All that was peeked belongs to the header: take it and wait for the rest.
+proxy_header_more(Socket, Data, Peeked, Deadline) ->
+    case consume(Socket, Peeked) of
+        ok -> proxy_header(Socket, Data, Deadline);
+        {error, _} = Error -> Error
+    end.
+
+%% Reads N bytes known to be in the socket already.
+consume(_Socket, 0) ->
+    ok;
+consume(Socket, N) ->
+    case nifsock:recv(Socket, N, [], 5000) of
+        {ok, _} -> ok;
+        {error, {Reason, _}} -> {error, Reason};
+        {error, _} = Error -> Error
+    end.
+
+%% How long the header at the start of Data is: {ok, Len} (Len may exceed
+%% what is there for v2), `more' while too little is there to tell, or an error.
+header_length(<<?V2_SIG, _VerCmd, _FamProto, Len:16, _/binary>>) ->
+    {ok, 16 + Len};
+header_length(<<?V2_SIG, _/binary>>) ->
+    more;
+header_length(<<"PROXY ", _/binary>> = Data) ->
+    case binary:match(Data, <<"\r\n">>, [{scope, {0, min(byte_size(Data), ?V1_MAX)}}]) of
+        {Pos, 2} ->
+            {ok, Pos + 2};
+        nomatch when byte_size(Data) >= ?V1_MAX ->
+            {error, 'Malformed or incomplete PROXY protocol header line. (PP 2.1)'};
+        nomatch ->
+            more
+    end;
+header_length(Data) ->
+    Size = byte_size(Data),
+    case is_prefix(Data, <<?V2_SIG>>) orelse is_prefix(Data, <<"PROXY ">>) of
+        true when Size > 0 -> more;
+        _ -> {error, 'The PROXY protocol header signature was not recognized. (PP 2.1, PP 2.2)'}
+    end.
+
+is_prefix(Data, Full) ->
+    byte_size(Data) < byte_size(Full) andalso binary:part(Full, 0, byte_size(Data)) =:= Data.
+
+%% Parses one complete header (exactly its bytes).
+parse_proxy_header(<<"PROXY ", Line/binary>>) ->
+    Size = byte_size(Line) - 2,
+    <<Fields:Size/binary, "\r\n">> = Line,
+    parse_v1(binary:split(Fields, <<" ">>, [global]));
+parse_proxy_header(<<?V2_SIG, _/binary>> = Header) ->
+    parse_v2(Header).
+
+%% Version 1: "PROXY TCP4|TCP6 Src Dst SrcPort DstPort" or "PROXY UNKNOWN ...".
+parse_v1([<<"UNKNOWN">> | _]) ->
+    {ok, #{version => 1, command => proxy,
+           transport_family => undefined, transport_protocol => undefined}};
+parse_v1([Proto, Src, Dst, SrcPort, DstPort]) when Proto =:= <<"TCP4">>; Proto =:= <<"TCP6">> ->
+    Family = case Proto of <<"TCP4">> -> ipv4; <<"TCP6">> -> ipv6 end,
+    case {v1_address(Family, Src), v1_address(Family, Dst)} of
+        {{ok, SrcAddr}, {ok, DstAddr}} ->
+            case {v1_port(SrcPort), v1_port(DstPort)} of
+                {{ok, SP}, {ok, DP}} ->
+                    {ok, #{version => 1, command => proxy,
+                           transport_family => Family, transport_protocol => stream,
+                           src_address => SrcAddr, src_port => SP,
+                           dest_address => DstAddr, dest_port => DP}};
+                _ ->
+                    {error, 'Failed to parse a port number in the PROXY protocol header line. (PP 2.1)'}
+            end;
+        _ when Family =:= ipv4 ->
+            {error, 'Failed to parse an IPv4 address in the PROXY protocol header line. (PP 2.1)'};
+        _ ->
+            {error, 'Failed to parse an IPv6 address in the PROXY protocol header line. (PP 2.1)'}
+    end;
+parse_v1([Proto | _]) when Proto =:= <<"TCP4">>; Proto =:= <<"TCP6">> ->
+    {error, 'Malformed or incomplete PROXY protocol header line. (PP 2.1)'};
+parse_v1(_) ->
+    {error, 'The INET protocol and family string was not recognized. (PP 2.1)'}.
+
+v1_address(ipv4, Bin) -> inet:parse_ipv4strict_address(binary_to_list(Bin));
+v1_address(ipv6, Bin) -> inet:parse_ipv6strict_address(binary_to_list(Bin)).
+
+v1_port(Bin) when byte_size(Bin) >= 1, byte_size(Bin) =< 5 ->
+    try binary_to_integer(Bin) of
+        P when P > 0, P =< 65535 -> {ok, P};
+        _ -> error
+    catch error:badarg -> error
+    end;
+v1_port(_) ->
+    error.
+
+%% Version 2: signature, version/command, family/protocol, length, addresses, TLVs.
+parse_v2(<<?V2_SIG, 2:4, 0:4, _FamProto, _Len:16, _/binary>>) ->
+    {ok, #{version => 2, command => local}};
+parse_v2(<<?V2_SIG, 2:4, 1:4, Fam:4, Proto:4, Len:16, Body:Len/binary>> = Header)
+  when Fam =< 3, Proto =< 2 ->
+    Family = element(Fam + 1, {undefined, ipv4, ipv6, unix}),
+    Protocol = element(Proto + 1, {undefined, stream, dgram}),
+    Base = #{version => 2, command => proxy},
+    case {Family, Protocol, Body} of
+        {_, _, _} when Family =:= undefined; Protocol =:= undefined ->
+            {ok, Base#{transport_family => undefined, transport_protocol => undefined}};
+        {ipv4, _, <<S1, S2, S3, S4, D1, D2, D3, D4, SP:16, DP:16, TLVs/binary>>} ->
+            tlvs(TLVs, Header, Base#{transport_family => ipv4, transport_protocol => Protocol,
+                                     src_address => {S1, S2, S3, S4}, src_port => SP,
+                                     dest_address => {D1, D2, D3, D4}, dest_port => DP});
+        {ipv6, _, <<S:16/binary, D:16/binary, SP:16, DP:16, TLVs/binary>>} ->
+            tlvs(TLVs, Header, Base#{transport_family => ipv6, transport_protocol => Protocol,
+                                     src_address => ipv6_tuple(S), src_port => SP,
+                                     dest_address => ipv6_tuple(D), dest_port => DP});
+        {unix, _, <<S:108/binary, D:108/binary, TLVs/binary>>} ->
+            case {unix_path(S), unix_path(D)} of
+                {{ok, SrcPath}, {ok, DstPath}} ->
+                    tlvs(TLVs, Header, Base#{transport_family => unix,
+                                             transport_protocol => Protocol,
+                                             src_address => SrcPath, dest_address => DstPath});
+                _ ->
+                    {error, 'Invalid UNIX address in PROXY protocol binary header. (PP 2.2)'}
+            end;
+        _ ->
+            {error, 'Invalid length in the PROXY protocol binary header. (PP 2.2)'}
+    end;
+parse_v2(<<?V2_SIG, Version:4, _/bits>>) when Version =/= 2 ->
+    {error, 'Invalid version in the PROXY protocol binary header. (PP 2.2)'};
+parse_v2(<<?V2_SIG, _:4, Command:4, _/bits>>) when Command > 1 ->
+    {error, 'Invalid command in the PROXY protocol binary header. (PP 2.2)'};
+parse_v2(<<?V2_SIG, _:8, Fam:4, _/bits>>) when Fam > 3 ->
+    {error, 'Invalid address family in the PROXY protocol binary header. (PP 2.2)'};
+parse_v2(<<?V2_SIG, _:12, Proto:4, _/bits>>) when Proto > 2 ->
+    {error, 'Invalid transport protocol in the PROXY protocol binary header. (PP 2.2)'};
+parse_v2(_) ->
+    {error, 'Missing data in the PROXY protocol binary header. (PP 2.2)'}.
+
+ipv6_tuple(<<A:16, B:16, C:16, D:16, E:16, F:16, G:16, H:16>>) -> {A, B, C, D, E, F, G, H}.
+
+unix_path(Padded) ->
+    case binary:split(Padded, <<0>>) of
+        [Path | _] when byte_size(Path) > 0 -> {ok, Path};
+        _ -> error
+    end.
+
+%% TLVs (PP 2.2.7 ff.): ALPN, authority, CRC32C (verified), noop, SSL, netns;
+%% others are kept in raw_tlvs.
+tlvs(<<>>, _Header, Info) ->
+    {ok, Info};
+tlvs(<<Type, Len:16, Value:Len/binary, Rest/binary>>, Header, Info) ->
+    case tlv(Type, Value, Header, Info) of
+        {ok, Info1} -> tlvs(Rest, Header, Info1);
+        {error, _} = Error -> Error
+    end;
+tlvs(_, _Header, _Info) ->
+    {error, 'Invalid TLV length in the PROXY protocol binary header. (PP 2.2)'}.
+
+tlv(16#01, ALPN, _, Info) -> {ok, Info#{alpn => ALPN}};
+tlv(16#02, Authority, _, Info) -> {ok, Info#{authority => Authority}};
+tlv(16#03, <<CRC:32>>, Header, Info) ->
+    %% The checksum covers the whole header with the checksum field zeroed.
+    case crc32c(zero_crc_field(Header)) of
+        CRC -> {ok, Info};
+        _ -> {error, 'Failed CRC32C verification in PROXY protocol binary header. (PP 2.2)'}
+    end;
+tlv(16#03, _, _, _) ->
+    {error, 'Invalid TLV length in the PROXY protocol binary header. (PP 2.2)'};
+tlv(16#04, _Noop, _, Info) -> {ok, Info};
+tlv(16#20, <<Client, Verify:32, Subs/binary>>, _, Info) ->
+    case ssl_subs(Subs, #{client => ssl_client(Client), verified => Verify =:= 0}) of
+        {ok, SSL} -> {ok, Info#{ssl => SSL}};
+        {error, _} = Error -> Error
+    end;
+tlv(16#20, _, _, _) ->
+    {error, 'Invalid TLV length in the PROXY protocol binary header. (PP 2.2)'};
+tlv(16#30, NetNS, _, Info) -> {ok, Info#{netns => NetNS}};
+tlv(Type, Value, _, Info) ->
+    {ok, Info#{raw_tlvs => [{Type, Value} | maps:get(raw_tlvs, Info, [])]}}.
+
+ssl_client(Client) ->
+    [Flag || {Bit, Flag} <- [{1, ssl}, {2, cert_conn}, {4, cert_sess}], Client band Bit =/= 0].
+
+ssl_subs(<<>>, SSL) ->
+    {ok, SSL};
+ssl_subs(<<Type, Len:16, Value:Len/binary, Rest/binary>>, SSL) ->
+    case Type of
+        16#21 -> ssl_subs(Rest, SSL#{version => Value});
+        16#22 -> ssl_subs(Rest, SSL#{cn => Value});
+        16#23 -> ssl_subs(Rest, SSL#{cipher => Value});
+        16#24 -> ssl_subs(Rest, SSL#{sig_alg => Value});
+        16#25 -> ssl_subs(Rest, SSL#{key_alg => Value});
+        _ -> {error, 'Invalid TLV subtype for PP2_TYPE_SSL in PROXY protocol binary header. (PP 2.2)'}
+    end;
+ssl_subs(_, _) ->
+    {error, 'Invalid TLV length in the PROXY protocol binary header. (PP 2.2)'}.
+
+%% The header with the value of its CRC32C TLV replaced by zeros.
+zero_crc_field(<<Fixed:16/binary, TLVsAndAddr/binary>>) ->
+    <<_:12/binary, _VerCmd, Fam:4, _:4, _:16>> = Fixed,
+    AddrLen = case Fam of 1 -> 12; 2 -> 36; 3 -> 216; _ -> 0 end,
+    <<Addr:AddrLen/binary, TLVs/binary>> = TLVsAndAddr,
+    <<Fixed/binary, Addr/binary, (zero_crc_tlv(TLVs))/binary>>.
+
+zero_crc_tlv(<<16#03, 4:16, _:32, Rest/binary>>) ->
+    <<16#03, 4:16, 0:32, Rest/binary>>;
+zero_crc_tlv(<<Type, Len:16, Value:Len/binary, Rest/binary>>) ->
+    <<Type, Len:16, Value/binary, (zero_crc_tlv(Rest))/binary>>;
+zero_crc_tlv(Rest) ->
+    Rest.
+
+%% CRC-32C (Castagnoli, reflected polynomial 16#82F63B78), bitwise.
+crc32c(Bin) ->
+    crc32c(Bin, 16#FFFFFFFF) bxor 16#FFFFFFFF.
+
+crc32c(<<Byte, Rest/binary>>, CRC) ->
+    crc32c(Rest, crc32c_byte(CRC bxor Byte, 8));
+crc32c(<<>>, CRC) ->
+    CRC.
+
+crc32c_byte(CRC, 0) -> CRC;
+crc32c_byte(CRC, N) when CRC band 1 =:= 1 -> crc32c_byte((CRC bsr 1) bxor 16#82F63B78, N - 1);
+crc32c_byte(CRC, N) -> crc32c_byte(CRC bsr 1, N - 1).
+
+%% @doc Sends iodata (no flattening: one sendmsg over its binaries).
+-spec send(socket(), iodata()) -> ok | {error, atom()}.
+send(Socket, Data) ->
+    nifsock_tcp:send(Socket, Data).
+
+%% @equiv sendfile(Socket, File, 0, 0, [])
+-spec sendfile(socket(), file:name_all() | file:fd()) ->
+          {ok, non_neg_integer()} | {error, atom()}.
+sendfile(Socket, File) ->
+    sendfile(Socket, File, 0, 0, []).
+
+%% @equiv sendfile(Socket, File, Offset, Bytes, [])
+-spec sendfile(socket(), file:name_all() | file:fd(), non_neg_integer(), non_neg_integer()) ->
+          {ok, non_neg_integer()} | {error, atom()}.
+sendfile(Socket, File, Offset, Bytes) ->
+    sendfile(Socket, File, Offset, Bytes, []).
+
+%% @doc Sends `Bytes' bytes (0: to the end of the file) of `File' from
+%% `Offset': a file name (opened `[raw, read, binary]' and closed again) or
+%% an open file. A raw file goes out with sendfile(2) (`nifsock:sendfile/5'),
+%% bounded by the socket's `send_timeout'; its position is not moved. Any
+%% other file is read and sent in chunks (`chunk_size', default 8191 bytes).
+%% A partial send reports only the reason, as `ranch_tcp'.
+-spec sendfile(socket(), file:name_all() | file:fd(), non_neg_integer(), non_neg_integer(),
+               sendfile_opts()) -> {ok, non_neg_integer()} | {error, atom()}.
+sendfile(Socket, Filename, Offset, Bytes, Opts)
+  when is_list(Filename); is_atom(Filename); is_binary(Filename) ->
+    case file:open(Filename, [read, raw, binary]) of
+        {ok, RawFile} ->
+            try
+                sendfile(Socket, RawFile, Offset, Bytes, Opts)
+            after
+                ok = file:close(RawFile)
+            end;
+        {error, _} = Error ->
+            Error
+    end;
+sendfile(Socket, File, Offset, Bytes, Opts) ->
+    case nifsock_tcp:getopts(Socket, [send_timeout]) of
+        {ok, [{send_timeout, Timeout}]} ->
+            raw_sendfile(Socket, File, Offset, Bytes, Opts, Timeout);
+        {error, _} = Error ->
+            Error
+    end.
+
+raw_sendfile(Socket, File, Offset, Bytes, Opts, Timeout) ->
+    case nifsock:sendfile(Socket, File, Offset, Bytes, Timeout) of
+        {ok, _} = Ok -> Ok;
+        {error, {invalid, {file, _}}} -> sendfile_fallback(Socket, File, Offset, Bytes, Opts);
+        {error, {Reason, _Sent}} -> {error, Reason};
+        {error, _} = Error -> Error
+    end.
+
+%% For files that are not raw (no OS fd to hand to sendfile(2)): pread + send.
+sendfile_fallback(Socket, File, Offset, Bytes, Opts) ->
+    Chunk = case lists:keyfind(chunk_size, 1, Opts) of
+                {chunk_size, N} when is_integer(N), N > 0 -> N;
+                _ -> 16#1FFF
+            end,
+    sendfile_loop(Socket, File, Offset, Bytes, Chunk, 0).
+
+sendfile_loop(_Socket, _File, _Offset, Bytes, _Chunk, Sent) when Bytes > 0, Sent >= Bytes ->
+    {ok, Sent};
+sendfile_loop(Socket, File, Offset, Bytes, Chunk, Sent) ->
+    Want = case Bytes of
+               0 -> Chunk;
+               _ -> min(Chunk, Bytes - Sent)
+           end,
+    case file:pread(File, Offset + Sent, Want) of
+        {ok, Data} ->
+            case send(Socket, Data) of
+                ok -> sendfile_loop(Socket, File, Offset, Bytes, Chunk, Sent + iolist_size(Data));
+                {error, _} = Error -> Error
+            end;
+        eof ->
+            {ok, Sent};
+        {error, _} = Error ->
+            Error
+    end.
+
+%%% ------------------------------------------------------------------
+%%% Options and statistics
+
+%% @doc Sets options (`nifsock_tcp:setopts/2': inet-style names).
+-spec setopts(socket(), opts()) -> ok | {error, atom()}.
+setopts(Socket, Opts) ->
+    nifsock_tcp:setopts(Socket, Opts).
+
+%% @doc Reads options (`nifsock_tcp:getopts/2': inet-style names).
+-spec getopts(socket(), [atom()]) -> {ok, opts()} | {error, atom()}.
+getopts(Socket, Names) ->
+    nifsock_tcp:getopts(Socket, Names).
+
+%% @doc The socket's statistics under inet's names (`recv_oct', `recv_cnt',
+%% `recv_max', `recv_avg', `send_oct', `send_cnt', `send_max', `send_avg'),
+%% as far as nifsock counts them per socket; `{error, enotsup}' when it keeps
+%% no per-socket counters (the `counters' map of `nifsock:info/1' is empty).
+-spec getstat(socket()) -> {ok, [{atom(), non_neg_integer()}]} | {error, atom()}.
+getstat(Socket) ->
+    getstat(Socket, [recv_oct, recv_cnt, recv_max, recv_avg,
+                     send_oct, send_cnt, send_max, send_avg]).
+
+%% @doc The named statistics that can be given (see {@link getstat/1});
+%% names nifsock has no counter for are left out.
+-spec getstat(socket(), [atom()]) -> {ok, [{atom(), non_neg_integer()}]} | {error, atom()}.
+getstat(Socket, Names) ->
+    try nifsock:info(Socket) of
+        #{counters := Counters} when map_size(Counters) > 0 ->
+            {ok, [{Name, V} || Name <- Names, {ok, V} <- [stat(Name, Counters)]]};
+        #{} ->
+            {error, enotsup}
+    catch
+        error:_ -> {error, einval}
+    end.
+
+stat(recv_oct, #{read_byte := V}) -> {ok, V};
+stat(recv_cnt, #{read_pkg := V}) -> {ok, V};
+stat(recv_max, #{read_pkg_max := V}) -> {ok, V};
+stat(recv_avg, #{read_byte := B, read_pkg := N}) when N > 0 -> {ok, B div N};
+stat(recv_avg, #{read_pkg := 0}) -> {ok, 0};
+stat(send_oct, #{write_byte := V}) -> {ok, V};
+stat(send_cnt, #{write_pkg := V}) -> {ok, V};
+stat(send_max, #{write_pkg_max := V}) -> {ok, V};
+stat(send_avg, #{write_byte := B, write_pkg := N}) when N > 0 -> {ok, B div N};
+stat(send_avg, #{write_pkg := 0}) -> {ok, 0};
+stat(_, _) -> error.
+
+%%% ------------------------------------------------------------------
+%%% Ownership, names, ending
+
+%% @doc Makes `Pid' the owner (active messages go to it; its exit closes the
+%% socket). Only the owner may call: others get `{error, not_owner}'.
+-spec controlling_process(socket(), pid()) -> ok | {error, closed | not_owner | atom()}.
+controlling_process(Socket, Pid) ->
+    nifsock_tcp:controlling_process(Socket, Pid).
+
+%% @doc The peer's address: `{IP, Port}', or `{local, Path}' for a unix socket.
+-spec peername(socket()) ->
+          {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, atom()}.
+peername(Socket) ->
+    inet_name(nifsock_tcp:peername(Socket)).
+
+%% @doc The local address: `{IP, Port}', or `{local, Path}' for a unix socket.
+-spec sockname(socket()) ->
+          {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, atom()}.
+sockname(Socket) ->
+    inet_name(nifsock_tcp:sockname(Socket)).
+
+inet_name({ok, {_IP, _Port}} = Ok) -> Ok;
+inet_name({ok, Path}) when is_binary(Path) -> {ok, {local, Path}};
+inet_name({error, _} = Error) -> Error.
+
+%% @doc Shuts down reading, writing or both.
+-spec shutdown(socket(), read | write | read_write) -> ok | {error, atom()}.
+shutdown(Socket, How) ->
+    nifsock_tcp:shutdown(Socket, How).
+
+%% @doc Closes the socket. Always `ok'.
+-spec close(socket()) -> ok.
+close(Socket) ->
+    nifsock_tcp:close(Socket).
+
+%% @doc Removes what a listener leaves behind: the socket file of
+%% `{ip, {local, Path}}' (or `{ifaddr, {local, Path}}'), as `ranch_tcp'.
+-spec cleanup(transport_opts()) -> ok.
+cleanup(#{socket_opts := SocketOpts}) ->
+    Local = [Path || {Key, {local, Path}} <- lists:reverse(SocketOpts),
+                     Key =:= ip orelse Key =:= ifaddr],
+    case Local of
+        [Path | _] ->
+            _ = file:delete(Path),
+            ok;
+        [] ->
+            ok
+    end;
+cleanup(_) ->
+    ok.
+
+%%% ------------------------------------------------------------------
+%%% Timeouts
+
+deadline(infinity) -> infinity;
+deadline(T) when is_integer(T), T >= 0 -> erlang:monotonic_time(millisecond) + T.
+
+remaining(infinity) -> infinity;
+remaining(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).

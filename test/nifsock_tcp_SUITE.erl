@@ -1,0 +1,1529 @@
+%%% Common Test suite for `nifsock_tcp', the gen_tcp-shaped layer.
+%%%
+%%% Every behaviour case runs twice: in group `gen_tcp' (the reference: the
+%%% expectations were checked there) and in group `nifsock_tcp', with the
+%%% module under test and the active-message tags taken from Config:
+%%%   gen_tcp:     tcp / tcp_closed / tcp_error / tcp_passive
+%%%   nifsock_tcp: nifsock / nifsock_closed / nifsock_error / nifsock_passive
+%%% Options go through inet:setopts/getopts for gen_tcp and through
+%%% nifsock_tcp:setopts/getopts for nifsock_tcp.
+%%%
+%%% Where a case needs a dumb peer (to control exactly which bytes are written
+%%% when, e.g. a packet header split over several TCP writes with sleeps in
+%%% between), the peer is a plain gen_tcp socket in `{packet, raw}' passive
+%%% binary mode, whichever module is under test.
+%%%
+%%% Group `kernel' records what Linux itself copies from a listener to an
+%%% accepted socket, at the nifsock (OTP socket API) level, without nifsock_tcp.
+%%% All traffic is on loopback.
+-module(nifsock_tcp_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+
+-export([all/0, groups/0, suite/0, init_per_suite/1, end_per_suite/1,
+         init_per_group/2, end_per_group/2, init_per_testcase/2, end_per_testcase/2]).
+
+-export([tcp_listen_accept_connect_ip/1,
+         tcp_connect_hostname/1,
+         tcp_connect_inet6/1,
+         tcp_binary_mode/1,
+         tcp_list_mode/1,
+         tcp_passive_recv_zero/1,
+         tcp_passive_recv_exact/1,
+         tcp_passive_recv_timeout/1,
+         tcp_passive_recv_timeout_keeps_partial/1,
+         tcp_passive_recv_timeout_then_recv_zero/1,
+         tcp_passive_recv_timeout_then_longer_recv/1,
+         tcp_active_true/1,
+         tcp_active_once/1,
+         tcp_active_n/1,
+         tcp_active_n_additive/1,
+         tcp_active_zero_passive/1,
+         tcp_active_negative_total_passive/1,
+         tcp_active_n_out_of_range/1,
+         tcp_packet_send_header/1,
+         tcp_packet_recv_split_passive/1,
+         tcp_packet_recv_split_active/1,
+         tcp_packet_several_in_one_write/1,
+         tcp_packet_roundtrip/1,
+         tcp_packet_line/1,
+         tcp_packet_size_active/1,
+         tcp_packet_size_passive/1,
+         tcp_peer_close_active/1,
+         tcp_peer_close_active_partial_packet/1,
+         tcp_peer_close_passive/1,
+         tcp_recv_on_active_einval/1,
+         tcp_controlling_process_moves_delivery/1,
+         tcp_controlling_process_not_owner/1,
+         tcp_controlling_process_while_streaming/1,
+         tcp_controlling_process_flip_stress/1,
+         tcp_controlling_process_no_late_messages/1,
+         tcp_accept_inherits_tcp_options/1,
+         tcp_accept_inherits_active_n/1,
+         tcp_accept_inherits_sockopts/1,
+         tcp_accept_inherits_priority/1,
+         tcp_getopts_setopts_roundtrip/1,
+         tcp_setopts_invalid/1,
+         tcp_large_data_active/1,
+         tcp_active_false_stops_delivery_stress/1,
+         tcp_active_false_no_late_messages/1,
+         tcp_large_packet_active/1,
+         tcp_data_before_active_once/1,
+         tcp_shutdown_write_half_close/1,
+         tcp_accept_timeout_and_refused/1,
+         tcp_packet_recv_length_einval/1,
+         tcp_pending_packets_delivered_on_activate/1,
+         tcp_active_once_then_passive_recv/1,
+         tcp_peer_reset_active/1,
+         tcp_peer_reset_passive/1,
+         tcp_close_sends_no_message/1,
+         tcp_owner_exit_closes/1,
+         tcp_send_timeout/1,
+         tcp_packet_size_active_then_closed/1,
+         tcp_packet_line_too_long/1,
+         tcp_closed_message_closes_socket/1,
+         tcp_send_after_peer_close/1,
+         tcp_ops_after_close/1,
+         tcp_kernel_accept_inheritance/1]).
+
+-define(T, 5000).         % bound for anything that should happen "now"
+-define(QUIET, 200).      % how long "no message" is watched for
+-define(BIG, (4 * 1024 * 1024)).
+
+%%--------------------------------------------------------------------
+%% CT callbacks
+%%--------------------------------------------------------------------
+
+suite() -> [{timetrap, {seconds, 60}}].
+
+all() -> [{group, gen_tcp}, {group, nifsock_tcp}, {group, kernel}].
+
+groups() ->
+    [{gen_tcp, [], cases()},
+     {nifsock_tcp, [], cases()},
+     {kernel, [], [tcp_kernel_accept_inheritance]}].
+
+cases() ->
+    [tcp_listen_accept_connect_ip,
+     tcp_connect_hostname,
+     tcp_connect_inet6,
+     tcp_binary_mode,
+     tcp_list_mode,
+     tcp_passive_recv_zero,
+     tcp_passive_recv_exact,
+     tcp_passive_recv_timeout,
+     tcp_passive_recv_timeout_keeps_partial,
+     tcp_passive_recv_timeout_then_recv_zero,
+     tcp_passive_recv_timeout_then_longer_recv,
+     tcp_active_true,
+     tcp_active_once,
+     tcp_active_n,
+     tcp_active_n_additive,
+     tcp_active_zero_passive,
+     tcp_active_negative_total_passive,
+     tcp_active_n_out_of_range,
+     tcp_packet_send_header,
+     tcp_packet_recv_split_passive,
+     tcp_packet_recv_split_active,
+     tcp_packet_several_in_one_write,
+     tcp_packet_roundtrip,
+     tcp_packet_line,
+     tcp_packet_size_active,
+     tcp_packet_size_passive,
+     tcp_peer_close_active,
+     tcp_peer_close_active_partial_packet,
+     tcp_peer_close_passive,
+     tcp_recv_on_active_einval,
+     tcp_controlling_process_moves_delivery,
+     tcp_controlling_process_not_owner,
+     tcp_controlling_process_while_streaming,
+     tcp_controlling_process_flip_stress,
+     tcp_controlling_process_no_late_messages,
+     tcp_accept_inherits_tcp_options,
+     tcp_accept_inherits_active_n,
+     tcp_accept_inherits_sockopts,
+     tcp_accept_inherits_priority,
+     tcp_getopts_setopts_roundtrip,
+     tcp_setopts_invalid,
+     tcp_large_data_active,
+     tcp_active_false_stops_delivery_stress,
+     tcp_active_false_no_late_messages,
+     tcp_large_packet_active,
+     tcp_data_before_active_once,
+     tcp_shutdown_write_half_close,
+     tcp_accept_timeout_and_refused,
+     tcp_packet_recv_length_einval,
+     tcp_pending_packets_delivered_on_activate,
+     tcp_active_once_then_passive_recv,
+     tcp_peer_reset_active,
+     tcp_peer_reset_passive,
+     tcp_close_sends_no_message,
+     tcp_owner_exit_closes,
+     tcp_send_timeout,
+     tcp_packet_size_active_then_closed,
+     tcp_packet_line_too_long,
+     tcp_closed_message_closes_socket,
+     tcp_send_after_peer_close,
+     tcp_ops_after_close].
+
+init_per_suite(Config) ->
+    case code:ensure_loaded(nifsock_tcp) of
+        {module, nifsock_tcp} -> Config;
+        Error -> {fail, {cannot_load, nifsock_tcp, Error}}
+    end.
+
+end_per_suite(_Config) -> ok.
+
+init_per_group(gen_tcp, Config) ->
+    [{mod, gen_tcp}, {tags, {tcp, tcp_closed, tcp_error, tcp_passive}} | Config];
+init_per_group(nifsock_tcp, Config) ->
+    [{mod, nifsock_tcp},
+     {tags, {nifsock, nifsock_closed, nifsock_error, nifsock_passive}} | Config];
+init_per_group(kernel, Config) ->
+    Config.
+
+end_per_group(_Group, _Config) -> ok.
+
+init_per_testcase(_Case, Config) ->
+    flush_all(),
+    Config.
+
+end_per_testcase(_Case, _Config) ->
+    flush_all(),
+    ok.
+
+%%--------------------------------------------------------------------
+%% Connections and addresses
+%%--------------------------------------------------------------------
+
+%% Listens on {127,0,0,1} with {ip, IP}, connects to {IP, Port}, accepts; both ends agree on the addresses.
+tcp_listen_accept_connect_ip(Config) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, {{127, 0, 0, 1}, Port}} = sockname(Config, L),
+    true = Port > 0,
+    {ok, C} = M:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+    {ok, S} = M:accept(L, ?T),
+    {ok, {{127, 0, 0, 1}, CPort}} = sockname(Config, C),
+    {ok, {{127, 0, 0, 1}, CPort}} = peername(Config, S),
+    {ok, {{127, 0, 0, 1}, Port}} = peername(Config, C),
+    {ok, {{127, 0, 0, 1}, Port}} = sockname(Config, S),
+    ok = M:send(C, <<"ping">>),
+    {ok, <<"ping">>} = M:recv(S, 4, ?T),
+    ok = M:send(S, <<"pong">>),
+    {ok, <<"pong">>} = M:recv(C, 4, ?T),
+    close_all(M, [C, S, L]).
+
+%% Connects by host name: "localhost" (a string) and localhost (an atom).
+tcp_connect_hostname(Config) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    Port = port(Config, L),
+    lists:foreach(
+      fun(Host) ->
+              {ok, C} = M:connect(Host, Port, [binary, {active, false}], ?T),
+              {ok, S} = M:accept(L, ?T),
+              {ok, {{127, 0, 0, 1}, Port}} = peername(Config, C),
+              ok = M:send(C, <<"hi">>),
+              {ok, <<"hi">>} = M:recv(S, 2, ?T),
+              close_all(M, [C, S])
+      end, ["localhost", localhost]),
+    ok = M:close(L).
+
+%% inet6 listen on ::1 and connect to {0,0,0,0,0,0,0,1}.
+tcp_connect_inet6(Config) ->
+    M = mod(Config),
+    case M:listen(0, [inet6, binary, {active, false}, {ip, {0, 0, 0, 0, 0, 0, 0, 1}}]) of
+        {ok, L} ->
+            Port = port(Config, L),
+            {ok, C} = M:connect({0, 0, 0, 0, 0, 0, 0, 1}, Port, [inet6, binary, {active, false}]),
+            {ok, S} = M:accept(L, ?T),
+            {ok, {{0, 0, 0, 0, 0, 0, 0, 1}, _}} = peername(Config, S),
+            ok = M:send(S, <<"six">>),
+            {ok, <<"six">>} = M:recv(C, 3, ?T),
+            close_all(M, [C, S, L]);
+        {error, eaddrnotavail} ->
+            {skip, no_ipv6_loopback}
+    end.
+
+%%--------------------------------------------------------------------
+%% Modes
+%%--------------------------------------------------------------------
+
+%% `binary': passive recv and active messages carry binaries.
+tcp_binary_mode(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = gen_tcp:send(Peer, <<"abc">>),
+    {ok, <<"abc">>} = M:recv(S, 3, ?T),
+    ok = setopts(Config, S, [{active, once}]),
+    ok = gen_tcp:send(Peer, <<"def">>),
+    <<"def">> = data(Config, S),
+    {ok, [{mode, binary}]} = getopts(Config, S, [mode]),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% `list': passive recv and active messages carry byte lists; setopts switches modes both ways.
+tcp_list_mode(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [list, {active, false}]),
+    ok = gen_tcp:send(Peer, <<"abc">>),
+    {ok, "abc"} = M:recv(S, 3, ?T),
+    ok = gen_tcp:send(Peer, <<"xy">>),
+    {ok, "xy"} = recv_all(M, S, 2),
+    ok = setopts(Config, S, [{active, once}]),
+    ok = gen_tcp:send(Peer, <<"def">>),
+    "def" = data(Config, S),
+    {ok, [{mode, list}]} = getopts(Config, S, [mode]),
+    ok = setopts(Config, S, [binary]),
+    ok = gen_tcp:send(Peer, <<"ghi">>),
+    {ok, <<"ghi">>} = M:recv(S, 3, ?T),
+    ok = setopts(Config, S, [{mode, list}]),
+    ok = gen_tcp:send(Peer, <<"jk">>),
+    {ok, "jk"} = M:recv(S, 2, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%%--------------------------------------------------------------------
+%% Passive
+%%--------------------------------------------------------------------
+
+%% {active, false} recv(S, 0) returns what is there (at least one byte, no more than was sent).
+tcp_passive_recv_zero(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = gen_tcp:send(Peer, <<"hello">>),
+    {ok, <<"hello">>} = recv_all(M, S, 5),
+    %% recv(S, 0) waits for data that is not there yet.
+    Self = self(),
+    spawn_link(fun() -> timer:sleep(100), ok = gen_tcp:send(Peer, <<"later">>), Self ! sent end),
+    {ok, Later} = M:recv(S, 0, ?T),
+    true = byte_size(Later) > 0,
+    receive sent -> ok end,
+    {ok, <<"later">>} = recv_more(M, S, Later, 5),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {active, false} recv(S, N) returns exactly N bytes, waiting across several writes, leaving the rest.
+tcp_passive_recv_exact(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    Self = self(),
+    spawn_link(fun() ->
+                       [begin ok = gen_tcp:send(Peer, B), timer:sleep(30) end
+                        || B <- [<<"01">>, <<"234">>, <<"56789AB">>]],
+                       Self ! sent
+               end),
+    {ok, <<"0123456789">>} = M:recv(S, 10, ?T),
+    receive sent -> ok end,
+    {ok, <<"AB">>} = M:recv(S, 2, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% recv(S, 0, T) and recv(S, N, T) with nothing there return {error, timeout}; the socket still works.
+tcp_passive_recv_timeout(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    T0 = erlang:monotonic_time(millisecond),
+    {error, timeout} = M:recv(S, 0, 100),
+    {error, timeout} = M:recv(S, 5, 100),
+    {error, timeout} = M:recv(S, 0, 0),
+    Elapsed = erlang:monotonic_time(millisecond) - T0,
+    true = Elapsed >= 190,
+    ok = gen_tcp:send(Peer, <<"after">>),
+    {ok, <<"after">>} = M:recv(S, 5, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% A recv(S, N, T) that times out with part of N there loses nothing: the next recv(S, N) gets all N bytes.
+tcp_passive_recv_timeout_keeps_partial(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = gen_tcp:send(Peer, <<"01234">>),
+    {error, timeout} = M:recv(S, 10, 200),
+    ok = gen_tcp:send(Peer, <<"56789">>),
+    {ok, <<"0123456789">>} = M:recv(S, 10, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% After a recv(S, N, T) times out with part of N there, recv(S, 0) returns those bytes first.
+tcp_passive_recv_timeout_then_recv_zero(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = gen_tcp:send(Peer, <<"01234">>),
+    {error, timeout} = M:recv(S, 10, 200),
+    ok = gen_tcp:send(Peer, <<"56789">>),
+    timer:sleep(50),
+    {ok, <<"0123456789">>} = recv_all(M, S, 10),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% After a recv(S, 4, T) times out with 2 bytes there, recv(S, 8) returns those 2 bytes and 6 more.
+tcp_passive_recv_timeout_then_longer_recv(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = gen_tcp:send(Peer, <<"ab">>),
+    {error, timeout} = M:recv(S, 4, 200),
+    ok = gen_tcp:send(Peer, <<"cdefgh">>),
+    {ok, <<"abcdefgh">>} = M:recv(S, 8, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%%--------------------------------------------------------------------
+%% Active modes
+%%--------------------------------------------------------------------
+
+%% {active, true}: every arrival is a message, without re-arming; the socket stays active.
+tcp_active_true(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}]),
+    Sent = [<<"one">>, <<"two">>, <<"three">>],
+    [begin ok = gen_tcp:send(Peer, B), B = data(Config, S) end || B <- Sent],
+    {ok, [{active, true}]} = getopts(Config, S, [active]),
+    ok = gen_tcp:send(Peer, <<"four">>),
+    <<"four">> = collect(Config, S, 4),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {active, once}: one message, then passive until setopts([{active, once}]) re-arms it.
+tcp_active_once(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = setopts(Config, S, [{active, once}]),
+    {ok, [{active, once}]} = getopts(Config, S, [active]),
+    ok = gen_tcp:send(Peer, <<"first">>),
+    <<"first">> = data(Config, S),
+    {ok, [{active, false}]} = getopts(Config, S, [active]),
+    ok = gen_tcp:send(Peer, <<"second">>),
+    no_msg(S),
+    ok = setopts(Config, S, [{active, once}]),
+    <<"second">> = collect(Config, S, 6),
+    {ok, [{active, false}]} = getopts(Config, S, [active]),
+    %% No passive message in once mode.
+    no_msg(S),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {active, N}: N messages, then {Passive, S} and passive mode; the count shows in getopts.
+tcp_active_n(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = setopts(Config, S, [{active, 3}]),
+    {ok, [{active, 3}]} = getopts(Config, S, [active]),
+    ok = gen_tcp:send(Peer, <<"a">>),
+    <<"a">> = data(Config, S),
+    {ok, [{active, 2}]} = getopts(Config, S, [active]),
+    ok = gen_tcp:send(Peer, <<"b">>),
+    <<"b">> = data(Config, S),
+    ok = gen_tcp:send(Peer, <<"c">>),
+    <<"c">> = data(Config, S),
+    passive(Config, S),
+    {ok, [{active, false}]} = getopts(Config, S, [active]),
+    ok = gen_tcp:send(Peer, <<"d">>),
+    no_msg(S),
+    {ok, <<"d">>} = M:recv(S, 1, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {active, N} adds to the current count: 2 then 3 gives 5 messages before {Passive, S}.
+tcp_active_n_additive(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = setopts(Config, S, [{active, 2}]),
+    ok = setopts(Config, S, [{active, 3}]),
+    {ok, [{active, 5}]} = getopts(Config, S, [active]),
+    [begin ok = gen_tcp:send(Peer, <<I>>), <<I>> = data(Config, S) end || I <- lists:seq(1, 5)],
+    passive(Config, S),
+    ok = gen_tcp:send(Peer, <<"x">>),
+    no_msg(S),
+    %% Re-arming from passive starts counting from zero again.
+    ok = setopts(Config, S, [{active, 1}]),
+    <<"x">> = data(Config, S),
+    passive(Config, S),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {active, 0} makes the socket passive at once with {Passive, S}, from passive or active N.
+tcp_active_zero_passive(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = setopts(Config, S, [{active, 0}]),
+    passive(Config, S),
+    {ok, [{active, false}]} = getopts(Config, S, [active]),
+    ok = setopts(Config, S, [{active, 4}]),
+    ok = setopts(Config, S, [{active, 0}]),
+    %% Adding zero keeps the count.
+    {ok, [{active, 4}]} = getopts(Config, S, [active]),
+    no_msg(S),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% A negative {active, N} whose total is =< 0 makes the socket passive at once with {Passive, S}.
+tcp_active_negative_total_passive(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = setopts(Config, S, [{active, 5}]),
+    ok = setopts(Config, S, [{active, -2}]),
+    {ok, [{active, 3}]} = getopts(Config, S, [active]),
+    no_msg(S),
+    ok = setopts(Config, S, [{active, -10}]),
+    passive(Config, S),
+    {ok, [{active, false}]} = getopts(Config, S, [active]),
+    ok = gen_tcp:send(Peer, <<"x">>),
+    no_msg(S),
+    {ok, <<"x">>} = M:recv(S, 1, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {active, N} outside -32768..32767, or a total above 32767, is {error, einval}.
+tcp_active_n_out_of_range(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    {error, einval} = setopts(Config, S, [{active, 32768}]),
+    {error, einval} = setopts(Config, S, [{active, -32769}]),
+    ok = setopts(Config, S, [{active, 32767}]),
+    {error, einval} = setopts(Config, S, [{active, 1}]),
+    {ok, [{active, 32767}]} = getopts(Config, S, [active]),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%%--------------------------------------------------------------------
+%% Packet framing
+%%--------------------------------------------------------------------
+
+%% {packet, 1|2|4}: send puts a big-endian length header in front of the payload (iodata too).
+tcp_packet_send_header(Config) ->
+    M = mod(Config),
+    lists:foreach(
+      fun(N) ->
+              {Peer, S} = raw_pair(Config, [binary, {active, false}, {packet, N}]),
+              ok = M:send(S, [<<"he">>, "llo", [<<>>]]),
+              ok = M:send(S, <<>>),
+              {ok, <<5:N/unit:8, "hello", 0:N/unit:8>>} = gen_tcp:recv(Peer, 2 * N + 5, ?T),
+              close_all(M, [S]), gen_tcp:close(Peer)
+      end, [1, 2, 4]).
+
+%% {packet, 1|2|4}, passive: recv(S, 0) returns whole packets though header and body arrive in pieces.
+tcp_packet_recv_split_passive(Config) ->
+    M = mod(Config),
+    lists:foreach(
+      fun(N) ->
+              {Peer, S} = raw_pair(Config, [binary, {active, false}, {packet, N}]),
+              Body = <<"split payload">>,
+              Self = self(),
+              spawn_link(fun() -> write_split(Peer, N, Body), Self ! sent end),
+              {ok, Body} = M:recv(S, 0, ?T),
+              receive sent -> ok end,
+              close_all(M, [S]), gen_tcp:close(Peer)
+      end, [1, 2, 4]).
+
+%% {packet, 1|2|4}, active: one message per whole packet though header and body arrive in pieces.
+tcp_packet_recv_split_active(Config) ->
+    M = mod(Config),
+    lists:foreach(
+      fun(N) ->
+              {Peer, S} = raw_pair(Config, [binary, {active, true}, {packet, N}]),
+              Body = <<"split payload">>,
+              write_split(Peer, N, Body),
+              Body = data(Config, S),
+              %% And a second packet the same way: nothing was left half-framed.
+              write_split(Peer, N, <<"again">>),
+              <<"again">> = data(Config, S),
+              no_msg(S),
+              close_all(M, [S]), gen_tcp:close(Peer)
+      end, [1, 2, 4]).
+
+%% Several packets in one TCP write, and a zero-length packet, come out as separate packets.
+tcp_packet_several_in_one_write(Config) ->
+    M = mod(Config),
+    lists:foreach(
+      fun(N) ->
+              {Peer, S} = raw_pair(Config, [binary, {active, true}, {packet, N}]),
+              Bodies = [<<"a">>, <<>>, <<"bcd">>, binary:copy(<<"z">>, 200)],
+              ok = gen_tcp:send(Peer, [[<<(byte_size(B)):N/unit:8>>, B] || B <- Bodies]),
+              Bodies = [data(Config, S) || _ <- Bodies],
+              ok = setopts(Config, S, [{active, false}]),
+              ok = gen_tcp:send(Peer, [[<<(byte_size(B)):N/unit:8>>, B] || B <- Bodies]),
+              Bodies = [begin {ok, B} = M:recv(S, 0, ?T), B end || _ <- Bodies],
+              close_all(M, [S]), gen_tcp:close(Peer)
+      end, [1, 2, 4]).
+
+%% {packet, N} on both ends: send/recv round trip of packets of many sizes.
+tcp_packet_roundtrip(Config) ->
+    M = mod(Config),
+    lists:foreach(
+      fun(N) ->
+              {C, S} = pair(Config, [binary, {active, false}, {packet, N}]),
+              Max = case N of 1 -> 255; 2 -> 65535; 4 -> 300000 end,
+              Sizes = [0, 1, 2, 100, 255, Max],
+              [begin
+                   B = rand_bytes(Size),
+                   ok = M:send(C, B),
+                   {ok, B} = M:recv(S, 0, ?T)
+               end || Size <- Sizes],
+              close_all(M, [C, S])
+      end, [1, 2, 4]).
+
+%% {packet, line}: one packet per line (newline included), lines split over writes or several per write.
+tcp_packet_line(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {packet, line}]),
+    ok = gen_tcp:send(Peer, <<"one\ntwo\nthr">>),
+    {ok, <<"one\n">>} = M:recv(S, 0, ?T),
+    {ok, <<"two\n">>} = M:recv(S, 0, ?T),
+    Self = self(),
+    spawn_link(fun() ->
+                       timer:sleep(50), ok = gen_tcp:send(Peer, <<"e">>),
+                       timer:sleep(50), ok = gen_tcp:send(Peer, <<"e\nfour\n">>),
+                       Self ! sent
+               end),
+    {ok, <<"three\n">>} = M:recv(S, 0, ?T),
+    receive sent -> ok end,
+    ok = setopts(Config, S, [{active, true}]),
+    <<"four\n">> = data(Config, S),
+    ok = gen_tcp:send(Peer, <<"fi">>),
+    no_msg(S),
+    ok = gen_tcp:send(Peer, <<"ve\n\n">>),
+    <<"five\n">> = data(Config, S),
+    <<"\n">> = data(Config, S),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {packet_size, N}: a longer packet header gives {Error, S, emsgsize} in active mode.
+tcp_packet_size_active(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}, {packet, 2}, {packet_size, 10}]),
+    ok = gen_tcp:send(Peer, <<3:16, "abc">>),
+    <<"abc">> = data(Config, S),
+    ok = gen_tcp:send(Peer, <<100:16, (binary:copy(<<"y">>, 100))/binary>>),
+    {_, _, ErrorTag, _} = tags(Config),
+    receive
+        {ErrorTag, S, emsgsize} -> ok
+    after ?T ->
+            ct:fail({no_emsgsize, flush_all()})
+    end,
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {packet_size, N}: a longer packet header gives {error, emsgsize} from a passive recv.
+tcp_packet_size_passive(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {packet, 4}, {packet_size, 10}]),
+    ok = gen_tcp:send(Peer, <<10:32, "0123456789">>),
+    {ok, <<"0123456789">>} = M:recv(S, 0, ?T),
+    ok = gen_tcp:send(Peer, <<11:32, "0123456789X">>),
+    {error, emsgsize} = M:recv(S, 0, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%%--------------------------------------------------------------------
+%% Closing
+%%--------------------------------------------------------------------
+
+%% Peer close in active mode: the data first, then {Closed, S}.
+tcp_peer_close_active(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}]),
+    ok = gen_tcp:send(Peer, <<"last words">>),
+    ok = gen_tcp:close(Peer),
+    <<"last words">> = collect(Config, S, 10),
+    closed(Config, S),
+    no_msg(S),
+    close_all(M, [S]).
+
+%% Peer close in {active, true}, {packet, 2} after half a packet: {Closed, S} (no partial packet).
+tcp_peer_close_active_partial_packet(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}, {packet, 2}]),
+    ok = gen_tcp:send(Peer, <<10:16, "abc">>),
+    timer:sleep(50),
+    ok = gen_tcp:close(Peer),
+    closed(Config, S),
+    no_msg(S),
+    close_all(M, [S]).
+
+%% Peer close in passive mode: data first, then recv gives {error, closed}, again and again.
+tcp_peer_close_passive(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = gen_tcp:send(Peer, <<"bye">>),
+    ok = gen_tcp:close(Peer),
+    {ok, <<"bye">>} = M:recv(S, 3, ?T),
+    {error, closed} = M:recv(S, 0, ?T),
+    %% Later calls fail too (gen_tcp, having closed the port on exit_on_close, says enotconn).
+    {error, E} = M:recv(S, 5, ?T),
+    true = E =:= closed orelse E =:= enotconn,
+    close_all(M, [S]).
+
+%% recv on an active socket (true, once, N) is {error, einval}.
+tcp_recv_on_active_einval(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}]),
+    {error, einval} = M:recv(S, 0, 100),
+    ok = setopts(Config, S, [{active, once}]),
+    {error, einval} = M:recv(S, 0, 100),
+    ok = setopts(Config, S, [{active, false}]),
+    ok = setopts(Config, S, [{active, 7}]),
+    {error, einval} = M:recv(S, 3, 100),
+    ok = setopts(Config, S, [{active, false}]),
+    {error, timeout} = M:recv(S, 0, 50),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%%--------------------------------------------------------------------
+%% Ownership
+%%--------------------------------------------------------------------
+
+%% controlling_process/2: active messages for data that arrives after the call go to the new owner.
+tcp_controlling_process_moves_delivery(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}]),
+    ok = gen_tcp:send(Peer, <<"mine">>),
+    <<"mine">> = data(Config, S),
+    Fwd = forwarder(self()),
+    ok = M:controlling_process(S, Fwd),
+    ok = gen_tcp:send(Peer, <<"yours">>),
+    {DT, CT, _, _} = tags(Config),
+    receive {via, Fwd, {DT, S, <<"yours">>}} -> ok
+    after ?T -> ct:fail({not_forwarded, flush_all()})
+    end,
+    no_msg(S),
+    ok = gen_tcp:close(Peer),
+    receive {via, Fwd, {CT, S}} -> ok
+    after ?T -> ct:fail({closed_not_forwarded, flush_all()})
+    end,
+    Fwd ! stop,
+    close_all(M, [S]).
+
+%% Only the owner may call controlling_process/2: others get {error, not_owner}; passing it back works.
+tcp_controlling_process_not_owner(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    Self = self(),
+    Other = spawn_link(fun() ->
+                               Self ! {tried, M:controlling_process(S, self())},
+                               receive {give_back, To} ->
+                                       Self ! {gave_back, M:controlling_process(S, To)}
+                               end,
+                               receive stop -> ok end
+                       end),
+    receive {tried, R1} -> {error, not_owner} = R1 end,
+    ok = M:controlling_process(S, Other),
+    {error, not_owner} = M:controlling_process(S, self()),
+    Other ! {give_back, Self},
+    receive {gave_back, R2} -> ok = R2 end,
+    %% Giving it to the owner itself is fine.
+    ok = M:controlling_process(S, self()),
+    Other ! stop,
+    %% The owner is alive and well: the socket still works for us.
+    ok = setopts(Config, S, [{active, once}]),
+    ok = gen_tcp:send(Peer, <<"back">>),
+    <<"back">> = data(Config, S),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% Ownership changes while data streams in: old owner's messages then new owner's are the whole stream, in order.
+tcp_controlling_process_while_streaming(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}]),
+    Total = 2 * 1024 * 1024,
+    Stream = rand_bytes(Total),
+    Writer = spawn_link(fun() -> write_chunks(Peer, Stream, 4096) end),
+    {DT, _, _, _} = tags(Config),
+    %% Take a few messages, then hand the socket over mid-stream.
+    First = [receive {DT, S, D} -> D after ?T -> ct:fail(no_data) end || _ <- lists:seq(1, 5)],
+    Collector = collector(self(), S, DT),
+    ok = M:controlling_process(S, Collector),
+    %% Whatever reached our mailbox before the hand-over is ours (gen_tcp moves queued
+    %% messages to the new owner; nifsock_tcp leaves them: both are fine here).
+    Mine = iolist_to_binary([First | drain(DT, S)]),
+    Collector ! {want, Total - byte_size(Mine)},
+    receive
+        {collected, Collector, Theirs} ->
+            Stream = <<Mine/binary, Theirs/binary>>
+    after 30000 -> ct:fail({collector_timeout, byte_size(Mine)})
+    end,
+    unlink(Writer),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% Ownership flips back and forth (A -> B -> A ...) while 2 MiB stream in (paced writes): after each controlling_process/2 returns, the old owner gets no more data messages, and the pieces make up the stream.
+tcp_controlling_process_flip_stress(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}]),
+    Total = 2 * 1024 * 1024,
+    Stream = rand_bytes(Total),
+    Writer = spawn_link(fun() -> write_paced(Peer, Stream, 4096) end),
+    {DT, _, _, _} = tags(Config),
+    Self = self(),
+    B = spawn_link(fun() -> flip_b(M, S, DT, Self) end),
+    {Parts, Late, Flips} = flip_a(M, S, DT, B, Total, [], [], 0),
+    B ! stop,
+    ct:log("~p flips, late messages to a former owner: ~p", [Flips, length(Late)]),
+    true = Flips >= 5,
+    unlink(Writer),
+    close_all(M, [S]), gen_tcp:close(Peer),
+    [] = [{late, byte_size(D)} || D <- Late],
+    Stream = iolist_to_binary(Parts).
+
+-define(FLIP_MSGS, 2).
+-define(FLIP_QUIET, 10).
+
+%% A's turn: take a few messages, hand over to B, drain, watch for late ones, let B run.
+flip_a(M, S, DT, B, Total, Parts, Late, Flips) ->
+    Mine = take_msgs(S, DT, ?FLIP_MSGS),
+    ok = M:controlling_process(S, B),
+    Drained = drain(DT, S),
+    Late1 = quiet_late(S, DT),
+    Parts1 = [Drained, Mine | Parts],
+    case iolist_size(Parts1) >= Total of
+        true ->
+            {lists:reverse(Parts1), Late ++ Late1, Flips};
+        false ->
+            B ! {your_turn, self()},
+            receive
+                {back, B, Theirs, LateB} ->
+                    Parts2 = [Theirs | Parts1],
+                    case iolist_size(Parts2) >= Total of
+                        true -> {lists:reverse(Parts2), Late ++ Late1 ++ LateB, Flips + 1};
+                        false -> flip_a(M, S, DT, B, Total, Parts2, Late ++ Late1 ++ LateB, Flips + 1)
+                    end
+            after 30000 ->
+                    ct:fail(b_stuck)
+            end
+    end.
+
+flip_b(M, S, DT, A) ->
+    receive
+        {your_turn, A} ->
+            Mine = take_msgs(S, DT, ?FLIP_MSGS),
+            ok = M:controlling_process(S, A),
+            Drained = drain(DT, S),
+            Late = quiet_late(S, DT),
+            A ! {back, self(), [Mine, Drained], Late},
+            flip_b(M, S, DT, A);
+        stop ->
+            ok
+    end.
+
+take_msgs(_S, _DT, 0) -> [];
+take_msgs(S, DT, N) ->
+    receive {DT, S, D} -> [D | take_msgs(S, DT, N - 1)]
+    after 2000 -> []
+    end.
+
+quiet_late(S, DT) ->
+    receive {DT, S, D} -> [D | quiet_late(S, DT)]
+    after ?FLIP_QUIET -> []
+    end.
+
+%% Peers stream (paced) into {active, true} sockets (binary and list mode) passed back and forth between two processes: once controlling_process/2 returned and the old owner drained its mailbox, it gets no data message.
+tcp_controlling_process_no_late_messages(Config) ->
+    M = mod(Config),
+    {DT, _, _, _} = tags(Config),
+    Self = self(),
+    Runs = [begin
+                {Peer, S} = raw_pair(Config, [Mode, {active, true}]),
+                %% Paced: in {active, true} nothing slows a flooding peer down, and
+                %% mailboxes would grow without bound.
+                Writer = spawn_link(fun() -> flood_paced(Peer, 0) end),
+                Owner = spawn_link(fun() ->
+                                           Other = spawn_link(fun() -> pass_back(M, S, DT) end),
+                                           receive go -> ok end,
+                                           Late = pass_loop(M, S, DT, Other, 150, 0),
+                                           Self ! {late, self(), Mode, Late}
+                                   end),
+                ok = M:controlling_process(S, Owner),
+                Owner ! go,
+                {Mode, Peer, S, Writer, Owner}
+            end || Mode <- [binary, list, binary, list]],
+    Late = [receive {late, O, Mode, N} -> {Mode, N} after 60000 -> ct:fail(owner_stuck) end
+            || {Mode, _, _, _, O} <- Runs],
+    ct:log("data messages to a former owner per connection (150 round trips each): ~p", [Late]),
+    [begin unlink(W), M:close(S), gen_tcp:close(P) end || {_, P, S, W, _} <- Runs],
+    [] = [ML || {_, N} = ML <- Late, N > 0].
+
+%% A gives S to B, drains, counts late messages; B gives it back and reports its own.
+pass_loop(_M, _S, _DT, Other, 0, Late) ->
+    unlink(Other),
+    exit(Other, kill),
+    Late;
+pass_loop(M, S, DT, Other, N, Late) ->
+    _ = take_msgs(S, DT, 2),
+    _ = drain(DT, S),   % keeps mailboxes short (gen_tcp moves them on every hand-over)
+    ok = M:controlling_process(S, Other),
+    _ = drain(DT, S),
+    LateA = length(quiet_late(S, DT)),
+    Other ! {take, self()},
+    receive {given_back, Other, LateB} -> ok end,
+    pass_loop(M, S, DT, Other, N - 1, Late + LateA + LateB).
+
+pass_back(M, S, DT) ->
+    receive
+        {take, From} ->
+            _ = take_msgs(S, DT, 2),
+            _ = drain(DT, S),
+            ok = M:controlling_process(S, From),
+            _ = drain(DT, S),
+            LateB = length(quiet_late(S, DT)),
+            From ! {given_back, self(), LateB},
+            pass_back(M, S, DT)
+    end.
+
+%%--------------------------------------------------------------------
+%% Accept inheritance
+%%--------------------------------------------------------------------
+
+%% Accepted sockets inherit active, packet and mode from the listener, and data that came with the connection is delivered.
+tcp_accept_inherits_tcp_options(Config) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [list, {active, true}, {packet, 2}, {ip, {127, 0, 0, 1}}]),
+    {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L), [binary, {active, false}]),
+    ok = gen_tcp:send(Peer, <<5:16, "early">>),
+    timer:sleep(50),
+    {ok, S} = M:accept(L, ?T),
+    {ok, [{active, true}, {packet, 2}, {mode, list}]} = getopts(Config, S, [active, packet, mode]),
+    "early" = data(Config, S),
+    ok = gen_tcp:send(Peer, <<4:16, "late">>),
+    "late" = data(Config, S),
+    ok = M:send(S, "back"),
+    {ok, <<4:16, "back">>} = gen_tcp:recv(Peer, 6, ?T),
+    close_all(M, [S, L]), gen_tcp:close(Peer).
+
+%% A listener in {active, N} hands N to each accepted socket, which then goes passive after N messages.
+tcp_accept_inherits_active_n(Config) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [binary, {active, 2}, {ip, {127, 0, 0, 1}}]),
+    lists:foreach(
+      fun(_) ->
+              {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L), [binary, {active, false}]),
+              {ok, S} = M:accept(L, ?T),
+              {ok, [{active, 2}]} = getopts(Config, S, [active]),
+              ok = gen_tcp:send(Peer, <<"a">>),
+              <<"a">> = data(Config, S),
+              ok = gen_tcp:send(Peer, <<"b">>),
+              <<"b">> = data(Config, S),
+              passive(Config, S),
+              close_all(M, [S]), gen_tcp:close(Peer)
+      end, [1, 2]),
+    close_all(M, [L]).
+
+%% Socket options set on the listener are found on accepted sockets: reuseaddr, keepalive, nodelay, buffers, linger, tos.
+tcp_accept_inherits_sockopts(Config) ->
+    M = mod(Config),
+    Names = [reuseaddr, keepalive, nodelay, recbuf, sndbuf, linger, tos],
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}},
+                           {reuseaddr, true}, {keepalive, true}, {nodelay, true},
+                           {recbuf, 32768}, {sndbuf, 65536}, {linger, {true, 7}},
+                           {tos, 16}]),
+    {ok, LOpts} = getopts(Config, L, Names),
+    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L), []),
+    {ok, S} = M:accept(L, ?T),
+    {ok, SOpts} = getopts(Config, S, Names),
+    ct:log("listener ~p~naccepted ~p", [LOpts, SOpts]),
+    [{reuseaddr, true}, {keepalive, true}, {nodelay, true}, {recbuf, _}, {sndbuf, _},
+     {linger, {true, 7}}, {tos, 16}] = LOpts,
+    LOpts = SOpts,
+    close_all(M, [S, L]), gen_tcp:close(C).
+
+%% {priority, P} set on the listener is found on accepted sockets (gen_tcp: yes; Linux itself does not copy it).
+tcp_accept_inherits_priority(Config) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}, {priority, 3}]),
+    {ok, [{priority, 3}]} = getopts(Config, L, [priority]),
+    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L), []),
+    {ok, S} = M:accept(L, ?T),
+    Got = getopts(Config, S, [priority]),
+    close_all(M, [S, L]), gen_tcp:close(C),
+    {ok, [{priority, 3}]} = Got.
+
+%%--------------------------------------------------------------------
+%% Options
+%%--------------------------------------------------------------------
+
+%% setopts then getopts gives back what was set, for the layer's own options and socket options.
+tcp_getopts_setopts_roundtrip(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    Opts = [{active, false}, {packet, 2}, {packet_size, 1000}, {mode, list},
+            {nodelay, true}, {keepalive, true}, {reuseaddr, true}, {linger, {true, 5}},
+            {send_timeout, 3000}, {priority, 2}, {tos, 8}],
+    ok = setopts(Config, S, Opts),
+    Names = [Name || {Name, _} <- Opts],
+    {ok, Opts} = getopts(Config, S, Names),
+    Opts2 = [{active, once}, {packet, raw}, {packet_size, 0}, {mode, binary},
+             {nodelay, false}, {keepalive, false}, {reuseaddr, false}, {linger, {false, 0}},
+             {send_timeout, infinity}, {priority, 0}, {tos, 0}],
+    ok = setopts(Config, S, Opts2),
+    {ok, Got2} = getopts(Config, S, Names),
+    %% Turning linger off keeps the old timeout in the kernel ({false, 5}): gen_tcp shows it too.
+    %% {packet, raw} reads back as {packet, 0} on gen_tcp: the same thing.
+    Opts2 = [case O of
+                 {linger, {false, _}} -> {linger, {false, 0}};
+                 {packet, 0} -> {packet, raw};
+                 _ -> O
+             end || O <- Got2],
+    %% Buffer sizes: Linux doubles what is asked (and getopts shows the doubled value).
+    ok = setopts(Config, S, [{recbuf, 20000}, {sndbuf, 20000}]),
+    {ok, [{recbuf, 40000}, {sndbuf, 40000}]} = getopts(Config, S, [recbuf, sndbuf]),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% Unknown or ill-typed options: setopts gives {error, einval} and changes nothing.
+tcp_setopts_invalid(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    {error, einval} = setopts(Config, S, [{packet, 3}]),
+    {error, einval} = setopts(Config, S, [{active, maybe}]),
+    {error, einval} = setopts(Config, S, [{no_such_option, 1}]),
+    {error, einval} = setopts(Config, S, [{mode, text}]),
+    {ok, [{active, false}, {packet, P}, {mode, binary}]} = getopts(Config, S, [active, packet, mode]),
+    true = P =:= raw orelse P =:= 0,
+    {error, einval} = getopts(Config, S, [no_such_option]),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%%--------------------------------------------------------------------
+%% Volume and timing
+%%--------------------------------------------------------------------
+
+%% 4 MiB in {active, true} arrive complete and in order.
+tcp_large_data_active(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}]),
+    Data = rand_bytes(?BIG),
+    Writer = spawn_link(fun() -> ok = gen_tcp:send(Peer, Data) end),
+    Data = collect(Config, S, ?BIG),
+    no_msg(S),
+    unlink(Writer),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% While data streams in, {active, true} -> {active, false} -> recv -> {active, true} many times: once setopts([{active, false}]) returns no data message comes, and messages + recv results make up the stream in order.
+tcp_active_false_stops_delivery_stress(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}]),
+    Total = 2 * 1024 * 1024,
+    Stream = rand_bytes(Total),
+    Writer = spawn_link(fun() -> write_paced(Peer, Stream, 4096) end),
+    {DT, _, _, _} = tags(Config),
+    {Parts, Late, Toggles} = toggle_loop(Config, M, S, DT, Total, [], [], 0),
+    ct:log("~p toggles, data messages after {active, false} returned: ~p", [Toggles, length(Late)]),
+    unlink(Writer),
+    close_all(M, [S]), gen_tcp:close(Peer),
+    [] = [{late, byte_size(D)} || D <- Late],
+    true = Toggles >= 5,
+    Stream = iolist_to_binary(Parts).
+
+toggle_loop(Config, M, S, DT, Total, Parts, Late, Toggles) ->
+    Active = take_msgs(S, DT, 2),
+    ok = setopts(Config, S, [{active, false}]),
+    Drained = drain(DT, S),
+    Late1 = quiet_late(S, DT),
+    Parts1 = [Drained, Active | Parts],
+    case iolist_size(Parts1) >= Total of
+        true ->
+            {lists:reverse(Parts1), Late ++ Late1, Toggles};
+        false ->
+            Passive = case M:recv(S, 0, 2000) of
+                          {ok, D} -> D;
+                          {error, timeout} -> <<>>
+                      end,
+            Parts2 = [Passive | Parts1],
+            case iolist_size(Parts2) >= Total of
+                true ->
+                    {lists:reverse(Parts2), Late ++ Late1, Toggles + 1};
+                false ->
+                    ok = setopts(Config, S, [{active, true}]),
+                    toggle_loop(Config, M, S, DT, Total, Parts2, Late ++ Late1, Toggles + 1)
+            end
+    end.
+
+%% Peers stream (paced) into {active, true} sockets (binary and list mode, 2 connections each) whose owners flip to {active, false}: no data message may arrive once setopts returned and the mailbox was drained.
+tcp_active_false_no_late_messages(Config) ->
+    M = mod(Config),
+    {DT, _, _, _} = tags(Config),
+    Self = self(),
+    Runs = [begin
+                {Peer, S} = raw_pair(Config, [Mode, {active, false}]),
+                Writer = spawn_link(fun() -> flood_paced(Peer, 0) end),
+                Owner = spawn_link(fun() ->
+                                           receive go -> ok end,
+                                           Self ! {late, self(), Mode, late_loop(Config, M, S, DT, 150, 0)}
+                                   end),
+                ok = M:controlling_process(S, Owner),
+                Owner ! go,
+                {Mode, Peer, S, Writer, Owner}
+            end || Mode <- [binary, list, binary, list]],
+    Late = [receive {late, O, Mode, N} -> {Mode, N} after 60000 -> ct:fail(owner_stuck) end
+            || {Mode, _, _, _, O} <- Runs],
+    ct:log("late data messages per connection (150 flips each): ~p", [Late]),
+    [begin unlink(W), M:close(S), gen_tcp:close(P) end || {_, P, S, W, _} <- Runs],
+    [] = [ML || {_, N} = ML <- Late, N > 0].
+
+late_loop(_Config, _M, _S, _DT, 0, Late) ->
+    Late;
+late_loop(Config, M, S, DT, N, Late) ->
+    ok = setopts(Config, S, [{active, true}]),
+    _ = take_msgs(S, DT, 3),
+    ok = setopts(Config, S, [{active, false}]),
+    _ = drain(DT, S),
+    Late1 = length(quiet_late(S, DT)),
+    {ok, _} = M:recv(S, 0, ?T),
+    late_loop(Config, M, S, DT, N - 1, Late + Late1).
+
+flood_paced(Peer, I) ->
+    case I band 3 of 0 -> timer:sleep(1); _ -> ok end,
+    case gen_tcp:send(Peer, binary:copy(<<I>>, 8192)) of
+        ok -> flood_paced(Peer, (I + 1) band 255);
+        {error, _} -> ok
+    end.
+
+%% A 4 MiB {packet, 4} packet sent with send/2 arrives as one active message.
+tcp_large_packet_active(Config) ->
+    M = mod(Config),
+    {C, S} = pair(Config, [binary, {active, false}, {packet, 4}]),
+    ok = setopts(Config, S, [{active, once}]),
+    Data = rand_bytes(?BIG),
+    Writer = spawn_link(fun() -> ok = M:send(C, Data) end),
+    Data = data(Config, S),
+    unlink(Writer),
+    close_all(M, [C, S]).
+
+%% Data that arrived while passive is delivered as soon as setopts([{active, once}]) is called.
+tcp_data_before_active_once(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = gen_tcp:send(Peer, <<"waiting">>),
+    timer:sleep(100),
+    ok = setopts(Config, S, [{active, once}]),
+    {DT, _, _, _} = tags(Config),
+    receive {DT, S, <<"waiting">>} -> ok
+    after 500 -> ct:fail({not_delivered_at_once, flush_all()})
+    end,
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% shutdown(S, write): the peer sees end of stream, and S still receives.
+tcp_shutdown_write_half_close(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = M:send(S, <<"req">>),
+    ok = M:shutdown(S, write),
+    {ok, <<"req">>} = gen_tcp:recv(Peer, 3, ?T),
+    {error, closed} = gen_tcp:recv(Peer, 0, ?T),
+    ok = gen_tcp:send(Peer, <<"resp">>),
+    ok = gen_tcp:close(Peer),
+    ok = setopts(Config, S, [{active, true}]),
+    <<"resp">> = collect(Config, S, 4),
+    closed(Config, S),
+    close_all(M, [S]).
+
+%% accept with a timeout and nobody connecting is {error, timeout}; connecting to a closed port is {error, econnrefused}.
+tcp_accept_timeout_and_refused(Config) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    Port = port(Config, L),
+    {error, timeout} = M:accept(L, 100),
+    {error, timeout} = M:accept(L, 0),
+    ok = M:close(L),
+    {error, econnrefused} = M:connect({127, 0, 0, 1}, Port, [binary], ?T).
+
+%% In {packet, N} mode recv(S, Length > 0) is {error, einval} (Length is for raw mode only); recv(S, 0) gets whole packets.
+tcp_packet_recv_length_einval(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {packet, 2}]),
+    ok = gen_tcp:send(Peer, <<6:16, "packet", 2:16, "xy">>),
+    {error, einval} = M:recv(S, 3, ?T),
+    {ok, <<"packet">>} = M:recv(S, 0, ?T),
+    {ok, <<"xy">>} = M:recv(S, 0, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% Packets already read (framed but not yet delivered) go out at once when the socket turns active.
+tcp_pending_packets_delivered_on_activate(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {packet, 2}]),
+    ok = gen_tcp:send(Peer, <<1:16, "a", 1:16, "b", 1:16, "c">>),
+    {ok, <<"a">>} = M:recv(S, 0, ?T),
+    ok = setopts(Config, S, [{active, once}]),
+    <<"b">> = data(Config, S),
+    no_msg(S),
+    {ok, <<"c">>} = M:recv(S, 0, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {active, once} with nothing there, then {active, false}: a passive recv gets the next data.
+tcp_active_once_then_passive_recv(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = setopts(Config, S, [{active, once}]),
+    ok = setopts(Config, S, [{active, false}]),
+    Self = self(),
+    spawn_link(fun() -> timer:sleep(100), ok = gen_tcp:send(Peer, <<"now">>), Self ! sent end),
+    {ok, <<"now">>} = M:recv(S, 3, ?T),
+    receive sent -> ok end,
+    no_msg(S),
+    %% And the other way round: a timed-out passive recv, then active once.
+    {error, timeout} = M:recv(S, 0, 50),
+    ok = setopts(Config, S, [{active, once}]),
+    ok = gen_tcp:send(Peer, <<"then">>),
+    <<"then">> = data(Config, S),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% A peer reset in active mode is {Closed, S} (gen_tcp's default show_econnreset false: no error message).
+tcp_peer_reset_active(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}]),
+    ok = inet:setopts(Peer, [{linger, {true, 0}}]),
+    ok = gen_tcp:close(Peer),
+    {_, CT, _, _} = tags(Config),
+    receive
+        Msg when element(2, Msg) =:= S -> {CT, S} = Msg
+    after ?T -> ct:fail(no_message)
+    end,
+    no_msg(S),
+    close_all(M, [S]).
+
+%% A peer reset seen by a passive recv is {error, closed} (gen_tcp's default show_econnreset false).
+tcp_peer_reset_passive(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = inet:setopts(Peer, [{linger, {true, 0}}]),
+    ok = gen_tcp:close(Peer),
+    timer:sleep(50),
+    {error, closed} = M:recv(S, 0, ?T),
+    close_all(M, [S]).
+
+%% Closing an active socket ourselves sends us no closed message.
+tcp_close_sends_no_message(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}]),
+    ok = M:close(S),
+    no_msg(S),
+    {error, closed} = gen_tcp:recv(Peer, 0, ?T),
+    gen_tcp:close(Peer).
+
+%% When the owner exits the socket is closed: the peer sees end of stream.
+tcp_owner_exit_closes(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}]),
+    Self = self(),
+    Owner = spawn(fun() -> receive go -> Self ! ready, receive stop -> ok end end end),
+    ok = M:controlling_process(S, Owner),
+    Owner ! go,
+    receive ready -> ok end,
+    Ref = monitor(process, Owner),
+    Owner ! stop,
+    receive {'DOWN', Ref, process, Owner, _} -> ok end,
+    {error, closed} = gen_tcp:recv(Peer, 0, ?T),
+    gen_tcp:close(Peer).
+
+%% {send_timeout, T}: send to a peer that doesn't read returns {error, timeout} after about T.
+tcp_send_timeout(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {send_timeout, 200}, {sndbuf, 16384}]),
+    ok = inet:setopts(Peer, [{recbuf, 16384}]),
+    Chunk = binary:copy(<<"z">>, 65536),
+    T0 = erlang:monotonic_time(millisecond),
+    {error, timeout} = send_until_error(M, S, Chunk, 1000),
+    Elapsed = erlang:monotonic_time(millisecond) - T0,
+    true = Elapsed >= 200,
+    true = Elapsed < ?T,
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+send_until_error(_M, _S, _Chunk, 0) ->
+    never_blocked;
+send_until_error(M, S, Chunk, N) ->
+    case M:send(S, Chunk) of
+        ok -> send_until_error(M, S, Chunk, N - 1);
+        Error -> Error
+    end.
+
+%% After {Error, S, emsgsize} in active mode the socket is closed, as gen_tcp: {Closed, S} follows and send fails.
+tcp_packet_size_active_then_closed(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}, {packet, 2}, {packet_size, 10}]),
+    ok = gen_tcp:send(Peer, <<100:16, (binary:copy(<<"y">>, 100))/binary>>),
+    {_, _, ErrorTag, _} = tags(Config),
+    receive {ErrorTag, S, emsgsize} -> ok after ?T -> ct:fail(no_emsgsize) end,
+    closed(Config, S),
+    {error, closed} = M:send(S, <<"x">>),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {packet, line} with {packet_size, N}: a line longer than N is {error, emsgsize}, as gen_tcp.
+tcp_packet_line_too_long(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {packet, line}, {packet_size, 5}]),
+    ok = gen_tcp:send(Peer, <<"abc\n">>),
+    {ok, <<"abc\n">>} = M:recv(S, 0, ?T),
+    ok = gen_tcp:send(Peer, <<"abcdefghij\nxy\n">>),
+    {error, emsgsize} = M:recv(S, 0, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {Closed, S} in active mode means the socket is closed (exit_on_close defaults to true): send is {error, closed}, setopts fails, no second closed message.
+tcp_closed_message_closes_socket(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}]),
+    ok = gen_tcp:close(Peer),
+    closed(Config, S),
+    {error, closed} = M:send(S, <<"x">>),
+    {error, _} = setopts(Config, S, [{active, once}]),
+    no_msg(S),
+    close_all(M, [S]).
+
+%% Sending to a peer that has closed ends in {error, closed} (gen_tcp maps EPIPE/ECONNRESET to closed).
+tcp_send_after_peer_close(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = gen_tcp:close(Peer),
+    timer:sleep(50),
+    {error, closed} = send_until_error(M, S, <<"x">>, 10, 20),
+    close_all(M, [S]).
+
+send_until_error(_M, _S, _Data, 0, _Sleep) ->
+    never_failed;
+send_until_error(M, S, Data, N, Sleep) ->
+    case M:send(S, Data) of
+        ok -> timer:sleep(Sleep), send_until_error(M, S, Data, N - 1, Sleep);
+        Error -> Error
+    end.
+
+%% After close/1 every call on the socket fails: send and recv with {error, closed}, getopts, setopts and controlling_process with an error.
+tcp_ops_after_close(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = M:close(S),
+    {error, closed} = M:send(S, <<"x">>),
+    {error, closed} = M:recv(S, 0, 100),
+    {error, _} = getopts(Config, S, [active]),
+    {error, _} = setopts(Config, S, [{packet, 2}]),
+    {error, _} = setopts(Config, S, [{active, once}]),
+    {error, _} = M:controlling_process(S, self()),
+    no_msg(S),
+    gen_tcp:close(Peer).
+
+%%--------------------------------------------------------------------
+%% What Linux copies at accept (nifsock level, no nifsock_tcp)
+%%--------------------------------------------------------------------
+
+%% Linux copies reuseaddr, reuseport, keepalive, nodelay, cork, rcvbuf, sndbuf, linger, tos, ttl, dontroute, keepidle, tclass from listener to accepted socket; not priority.
+tcp_kernel_accept_inheritance(_Config) ->
+    Opts = [{{socket, reuseaddr}, true}, {{socket, reuseport}, true},
+            {{socket, keepalive}, true}, {{tcp, nodelay}, true}, {{tcp, cork}, true},
+            {{socket, rcvbuf}, 32768}, {{socket, sndbuf}, 65536},
+            {{socket, linger}, #{onoff => true, linger => 7}},
+            {{ip, tos}, 16}, {{ip, ttl}, 33}, {{socket, dontroute}, true},
+            {{tcp, keepidle}, 77}, {{socket, priority}, 3}],
+    Inherit = fun(Domain, Extra) ->
+                      {ok, L} = nifsock:open(Domain, stream, tcp),
+                      [ok = nifsock:setopt(L, O, V) || {O, V} <- Opts ++ Extra],
+                      ok = nifsock:bind(L, #{family => Domain, addr => loopback, port => 0}),
+                      ok = nifsock:listen(L, 5),
+                      {ok, #{port := Port}} = nifsock:sockname(L),
+                      Addr = case Domain of inet -> {127, 0, 0, 1}; inet6 -> {0, 0, 0, 0, 0, 0, 0, 1} end,
+                      {ok, C} = gen_tcp:connect(Addr, Port, [Domain]),
+                      {ok, A} = nifsock:accept(L, ?T),
+                      R = [{O, nifsock:getopt(L, O), nifsock:getopt(A, O)} || {O, _} <- Opts ++ Extra],
+                      ok = gen_tcp:close(C), ok = nifsock:close(A), ok = nifsock:close(L),
+                      R
+              end,
+    Check = fun(Domain, Rows) ->
+                    Copied = [O || {O, LV, AV} <- Rows, LV =:= AV],
+                    NotCopied = [{O, LV, AV} || {O, LV, AV} <- Rows, LV =/= AV],
+                    ct:log("~p: copied ~p~nnot copied ~p", [Domain, Copied, NotCopied]),
+                    %% These are what nifsock_tcp relies on the kernel for.
+                    Pinned = [{socket, reuseaddr}, {socket, reuseport}, {socket, keepalive},
+                              {tcp, nodelay}, {tcp, cork}, {socket, rcvbuf}, {socket, sndbuf},
+                              {socket, linger}, {ip, tos}, {ip, ttl}, {socket, dontroute},
+                              {tcp, keepidle}],
+                    [] = Pinned -- Copied,
+                    %% SO_PRIORITY is not copied (accepted sockets start at 0): a
+                    %% layer promising gen_tcp semantics must set it itself.
+                    {ok, 0} = element(3, lists:keyfind({socket, priority}, 1, Rows)),
+                    NotCopied
+            end,
+    NC4 = Check(inet, Inherit(inet, [])),
+    NC6 = case nifsock:open(inet6, stream, tcp) of
+              {ok, S6} ->
+                  ok = nifsock:close(S6),
+                  Check(inet6, Inherit(inet6, [{{ipv6, tclass}, 32}]));
+              _ ->
+                  []
+          end,
+    {comment, lists:flatten(io_lib:format("not copied by Linux: ~p",
+                                          [lists:usort([O || {O, _, _} <- NC4 ++ NC6])]))}.
+
+%%--------------------------------------------------------------------
+%% Helpers
+%%--------------------------------------------------------------------
+
+mod(Config) -> proplists:get_value(mod, Config).
+tags(Config) -> proplists:get_value(tags, Config).
+
+setopts(Config, S, Opts) ->
+    case mod(Config) of
+        gen_tcp -> inet:setopts(S, Opts);
+        M -> M:setopts(S, Opts)
+    end.
+
+getopts(Config, S, Names) ->
+    case mod(Config) of
+        gen_tcp -> inet:getopts(S, Names);
+        M -> M:getopts(S, Names)
+    end.
+
+sockname(Config, S) ->
+    case mod(Config) of
+        gen_tcp -> inet:sockname(S);
+        M -> M:sockname(S)
+    end.
+
+peername(Config, S) ->
+    case mod(Config) of
+        gen_tcp -> inet:peername(S);
+        M -> M:peername(S)
+    end.
+
+port(Config, L) ->
+    {ok, {_, Port}} = sockname(Config, L),
+    Port.
+
+%% Listener and both ends, all with the module under test and the same options.
+pair(Config, Opts) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [{ip, {127, 0, 0, 1}} | Opts]),
+    {ok, C} = M:connect({127, 0, 0, 1}, port(Config, L), Opts, ?T),
+    {ok, S} = M:accept(L, ?T),
+    ok = M:close(L),
+    {C, S}.
+
+%% A plain gen_tcp raw passive peer and a server end accepted by the module under test.
+raw_pair(Config, ServerOpts) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [{ip, {127, 0, 0, 1}} | ServerOpts]),
+    {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L),
+                                 [binary, {active, false}, {packet, raw}, {nodelay, true},
+                                  {exit_on_close, false}], ?T),
+    {ok, S} = M:accept(L, ?T),
+    ok = M:close(L),
+    {Peer, S}.
+
+close_all(M, Socks) ->
+    [ok = M:close(S) || S <- Socks],
+    ok.
+
+%% Header and body in pieces, a TCP write each, with sleeps between.
+write_split(Peer, N, Body) ->
+    Header = <<(byte_size(Body)):N/unit:8>>,
+    Pieces = case N of
+                 1 -> [Header];
+                 _ -> [binary:part(Header, 0, 1), binary:part(Header, 1, N - 1)]
+             end
+        ++ [binary:part(Body, 0, 3), binary:part(Body, 3, byte_size(Body) - 3)],
+    [begin ok = gen_tcp:send(Peer, P), timer:sleep(40) end || P <- Pieces],
+    ok.
+
+write_chunks(_Peer, <<>>, _Size) ->
+    ok;
+write_chunks(Peer, Bin, Size) ->
+    N = min(Size, byte_size(Bin)),
+    <<Chunk:N/binary, Rest/binary>> = Bin,
+    case gen_tcp:send(Peer, Chunk) of
+        ok -> write_chunks(Peer, Rest, Size);
+        {error, _} -> ok
+    end.
+
+%% Chunks with a short sleep every 2 of them, so the reader sees many small arrivals.
+write_paced(Peer, Bin, Size) ->
+    write_paced(Peer, Bin, Size, 0).
+
+write_paced(_Peer, <<>>, _Size, _I) ->
+    ok;
+write_paced(Peer, Bin, Size, I) ->
+    N = min(Size, byte_size(Bin)),
+    <<Chunk:N/binary, Rest/binary>> = Bin,
+    case I rem 2 of 1 -> timer:sleep(1); _ -> ok end,
+    case gen_tcp:send(Peer, Chunk) of
+        ok -> write_paced(Peer, Rest, Size, I + 1);
+        {error, _} -> ok
+    end.
+
+%% One data message.
+data(Config, S) ->
+    {DT, _, _, _} = tags(Config),
+    receive
+        {DT, S, D} -> D
+    after ?T ->
+            ct:fail({no_data_message, flush_all()})
+    end.
+
+%% Data messages until Len bytes (binary or list, as delivered).
+collect(Config, S, Len) ->
+    collect(Config, S, Len, []).
+
+collect(Config, S, Len, Acc) ->
+    Got = iolist_size(Acc),
+    if
+        Got >= Len ->
+            Bin = iolist_to_binary(lists:reverse(Acc)),
+            case lists:all(fun is_binary/1, Acc) of
+                true -> Bin;
+                false -> binary_to_list(Bin)
+            end;
+        true ->
+            collect(Config, S, Len, [data(Config, S) | Acc])
+    end.
+
+passive(Config, S) ->
+    {_, _, _, PT} = tags(Config),
+    receive
+        {PT, S} -> ok
+    after ?T ->
+            ct:fail({no_passive_message, flush_all()})
+    end.
+
+closed(Config, S) ->
+    {_, CT, _, _} = tags(Config),
+    receive
+        {CT, S} -> ok
+    after ?T ->
+            ct:fail({no_closed_message, flush_all()})
+    end.
+
+%% No message about S for a while.
+no_msg(S) ->
+    receive
+        Msg when is_tuple(Msg), tuple_size(Msg) >= 2, element(2, Msg) =:= S ->
+            ct:fail({unexpected_message, Msg})
+    after ?QUIET ->
+            ok
+    end.
+
+%% recv(S, 0) until Len bytes.
+recv_all(M, S, Len) ->
+    recv_more(M, S, <<>>, Len).
+
+recv_more(M, S, Acc, Len) ->
+    Size = iolist_size(Acc),
+    if
+        Size >= Len ->
+            {ok, Acc};
+        true ->
+            case M:recv(S, 0, ?T) of
+                {ok, D} when is_binary(D) -> recv_more(M, S, <<Acc/binary, D/binary>>, Len);
+                {ok, D} when is_list(D) -> recv_more(M, S, to_list(Acc) ++ D, Len);
+                Error -> Error
+            end
+    end.
+
+to_list(B) when is_binary(B) -> binary_to_list(B);
+to_list(L) -> L.
+
+forwarder(To) ->
+    spawn_link(fun Loop() ->
+                       receive
+                           stop -> ok;
+                           Msg -> To ! {via, self(), Msg}, Loop()
+                       end
+               end).
+
+%% Takes active data for S until told how much to expect, then reports it.
+collector(To, S, DT) ->
+    spawn_link(fun() ->
+                       Want = receive {want, W} -> W end,
+                       To ! {collected, self(), collect_n(S, DT, Want, [])}
+               end).
+
+collect_n(_S, _DT, Want, Acc) when Want =< 0 ->
+    iolist_to_binary(lists:reverse(Acc));
+collect_n(S, DT, Want, Acc) ->
+    receive
+        {DT, S, D} -> collect_n(S, DT, Want - byte_size(D), [D | Acc])
+    after 20000 ->
+            iolist_to_binary(lists:reverse(Acc))
+    end.
+
+drain(DT, S) ->
+    receive {DT, S, D} -> [D | drain(DT, S)]
+    after 0 -> []
+    end.
+
+rand_bytes(N) ->
+    rand:bytes(N).
+
+flush_all() ->
+    receive M -> [M | flush_all()] after 0 -> [] end.

@@ -21,7 +21,7 @@
 %% <li>`getstat' reports what nifsock counts per socket (the `counters' of
 %%     `nifsock:info/1', mapped to inet's names); while nifsock keeps no
 %%     per-socket counters it is `{error, enotsup}'.</li>
-%% <li>Options that `nifsock_tcp' ignores (`delay_send', `exit_on_close',
+%% <li>Options that `nifsock_tcp' ignores (`delay_send',
 %%     watermarks, `send_timeout_close'...) are accepted and ignored;
 %%     `{inet_backend, _}' is dropped with a warning.</li>
 %% </ul>

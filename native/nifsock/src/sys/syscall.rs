@@ -246,3 +246,14 @@ pub fn set_nonblocking(fd: RawFd) -> SysResult<()> {
     }
     Ok(())
 }
+
+/// sendfile(2) is wired for Linux only; elsewhere the call reports ENOTSUP.
+#[cfg(not(target_os = "linux"))]
+pub fn sendfile(
+    _sock: RawFd,
+    _file_fd: RawFd,
+    _offset: &mut i64,
+    _count: usize,
+) -> SysResult<usize> {
+    Err(libc::ENOTSUP)
+}

@@ -61,6 +61,9 @@ impl<'a> Decoder<'a> for Mode {
 
 /// Message flags: a list of atoms (OTP's msg_flag()) or integers, OR-ed.
 pub fn msg_flags(term: Term) -> NifResult<i32> {
+    if term.is_empty_list() {
+        return Ok(0); // the common case: no allocation
+    }
     let list: Vec<Term> = term.decode()?;
     let mut flags = 0;
     for t in list {

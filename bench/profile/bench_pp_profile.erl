@@ -1,0 +1,25 @@
+-module(bench_pp_profile).
+-export([server/1, client/2]).
+%% server: nifsock echo of 100-byte messages on one connection
+server(Parent) ->
+    {ok, L} = nifsock:open(inet, stream), ok = nifsock:bind(L, #{family => inet, addr => {127,0,0,1}, port => 0}),
+    ok = nifsock:listen(L, 16), {ok, #{port := P}} = nifsock:sockname(L),
+    Parent ! {port, P},
+    {ok, S} = nifsock:accept(L),
+    echo(S).
+echo(S) ->
+    case nifsock:recv(S, 100, infinity) of
+        {ok, D} -> ok = nifsock:send(S, D), echo(S);
+        _ -> ok
+    end.
+client(Port, Ms) ->
+    {ok, S} = gen_tcp:connect({127,0,0,1}, Port, [binary, {active, false}, {nodelay, true}]),
+    B = binary:copy(<<"x">>, 100),
+    End = erlang:monotonic_time(millisecond) + Ms,
+    N = loop(S, B, End, 0),
+    io:format("round trips/s ~p~n", [N * 1000 div Ms]).
+loop(S, B, End, N) ->
+    case erlang:monotonic_time(millisecond) > End of
+        true -> N;
+        false -> ok = gen_tcp:send(S, B), {ok, _} = gen_tcp:recv(S, 100), loop(S, B, End, N + 1)
+    end.

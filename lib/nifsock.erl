@@ -29,6 +29,8 @@
 -define(MSG(S, Kind, Info), {'$nifsock', S, Kind, Info}).
 -define(SELECT_INFO(Tag, Handle), {select_info, Tag, Handle}).
 -define(DEFAULT_BACKLOG, 5).
+%% receive's longest `after' (about 49 days); longer timeouts wait forever.
+-define(MAX_WAIT, 16#FFFFFFFF).
 %% The handle of a wait inside a blocking call: a node-unique small integer.
 %% It is an immediate term, so the NIF keeps it without copying it into an
 %% env (user handles for nowait calls are references, as in socket).
@@ -341,6 +343,8 @@ send_wait(S, IOV, Flags, H, Deadline, Written) ->
                     _ = nifsock_wait:cancel(S, send, H),
                     send_error(timeout, Rest, Written1)
             end;
+        {error, {Reason, N}} when is_integer(N) ->
+            send_error(Reason, rest(IOV, N), true);
         {error, Reason} ->
             send_error(Reason, IOV, Written);
         Result ->
@@ -572,6 +576,7 @@ info(S) -> erlang:error(badarg, [S]).
 deadline(infinity) -> infinity;
 deadline(nowait) -> {handle, make_ref()};
 deadline(0) -> zero;
+deadline(T) when is_integer(T), T > ?MAX_WAIT -> infinity;
 deadline(T) when is_integer(T), T > 0 -> erlang:monotonic_time(millisecond) + T;
 deadline(H) when is_reference(H) -> {handle, H};
 deadline(T) -> erlang:error({invalid, {timeout, T}}).

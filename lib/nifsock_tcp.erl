@@ -413,6 +413,7 @@ resolve(_, _) -> {error, einval}.
 
 deadline(infinity) -> infinity;
 deadline(0) -> zero;
+deadline(T) when is_integer(T), T > 16#FFFFFFFF -> infinity;  % beyond receive's limit
 deadline(T) when is_integer(T), T > 0 -> erlang:monotonic_time(millisecond) + T.
 
 mode(zero) -> zero;

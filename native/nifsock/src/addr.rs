@@ -135,7 +135,7 @@ pub fn decode(term: Term, family: Family) -> Result<SockAddr> {
         }
         Family::Local => {
             let p = path.ok_or(Error::Invalid("sockaddr"))?;
-            let bytes = path_bytes(p).ok_or(Error::Invalid("sockaddr"))?;
+            let bytes = crate::nif::args::string_bytes(p).ok_or(Error::Invalid("sockaddr"))?;
             crate::unix_path::to_addr(&bytes).ok_or(Error::Invalid("sockaddr"))
         }
     }
@@ -169,19 +169,6 @@ fn ipv6(t: Term) -> Option<Ipv6Addr> {
         *s = item.decode::<u16>().ok()?;
     }
     Some(Ipv6Addr::from(seg))
-}
-
-fn path_bytes(t: Term) -> Option<Vec<u8>> {
-    if let Ok(b) = t.decode::<rustler::Binary>() {
-        return Some(b.as_slice().to_vec());
-    }
-    // A string: a list of bytes (OTP takes file:filename_all()).
-    let chars: Vec<u32> = t.decode().ok()?;
-    let s: String = chars
-        .into_iter()
-        .map(char::from_u32)
-        .collect::<Option<String>>()?;
-    Some(s.into_bytes())
 }
 
 /// Encodes an address as OTP's sockaddr map.

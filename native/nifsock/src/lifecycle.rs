@@ -122,10 +122,13 @@ pub fn wait<'a>(
         handles,
         ..
     } = st;
-    let q = match dir {
-        Dir::Read => readers,
-        Dir::Write => writers,
+    let (q, other) = match dir {
+        Dir::Read => (readers, writers),
+        Dir::Write => (writers, readers),
     };
+    // The caller re-arming is the only waiter: its old handle is dead, so the
+    // store can start afresh (100,000 nowait polls keep one handle, not all).
+    let alone = q.queue.is_empty() && other.current.is_none() && other.queue.is_empty();
     let arm = match &mut q.current {
         None => {
             let saved = handles.save(handle).ok_or(Error::Os(libc::ENOMEM))?;
@@ -138,6 +141,9 @@ pub fn wait<'a>(
         }
         Some(w) if same_pid(&w.pid, caller) => {
             if !handles.equals(w.handle, handle) {
+                if alone {
+                    handles.clear();
+                }
                 w.handle = handles.save(handle).ok_or(Error::Os(libc::ENOMEM))?;
             }
             true

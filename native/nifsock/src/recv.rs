@@ -72,6 +72,47 @@ fn is_drained(n: usize, asked: usize) -> bool {
     n < asked && n < STREAM_THRESHOLD
 }
 
+/// The largest exact length recv accepts (as gen_tcp, larger is `{error,
+/// enomem}`): the result binary is allocated up front once bytes arrive.
+pub const MAX_EXACT_LEN: usize = 64 << 20;
+
+enum Fitted<'a> {
+    /// The partial bytes already answer the call (and what is left over).
+    Ready(Term<'a>, Option<Partial>),
+    /// Keep reading into this buffer, of exactly the call's length.
+    Continue(Partial),
+}
+
+/// Fits a partial read to a recv of `len` bytes (0: whatever is there).
+fn fit_partial<'a>(env: Env<'a>, mut p: Partial, len: usize) -> Fitted<'a> {
+    let filled = p.filled;
+    if len == 0 || filled >= len {
+        let take = if len == 0 { filled } else { len };
+        let mut bin = NewBinary::new(env, take);
+        bin.as_mut_slice()
+            .copy_from_slice(p.buf.as_slice().get(..take).unwrap_or(&[]));
+        let rest = if filled > take {
+            p.buf.as_mut_slice().copy_within(take..filled, 0);
+            p.filled = filled - take;
+            Some(p)
+        } else {
+            None
+        };
+        return Fitted::Ready(bin.into(), rest);
+    }
+    if p.buf.len() != len && !p.buf.realloc(len) {
+        let mut fresh = OwnedBinary::new(len);
+        if let (Some(dst), Some(src)) = (
+            fresh.as_mut_slice().get_mut(..filled),
+            p.buf.as_slice().get(..filled),
+        ) {
+            dst.copy_from_slice(src);
+        }
+        p.buf = fresh;
+    }
+    Fitted::Continue(p)
+}
+
 /// Reads this large count as "streaming" (see `read_direct`).
 pub const STREAM_THRESHOLD: usize = 16 * 1024;
 
@@ -171,11 +212,22 @@ pub fn recv<'a>(
     let s = sock.s;
     let caller = args::caller(env)?;
     let peek = flags & libc::MSG_PEEK != 0;
-    let mut partial = if len > 0 && !peek {
-        s.lock().partial.take()
-    } else {
-        None
-    };
+    if len > MAX_EXACT_LEN {
+        return args::error(env, Error::Os(libc::ENOMEM));
+    }
+    let mut partial = if peek { None } else { s.lock().partial.take() };
+    // A partial read made for another length (a timed-out recv(S, N), or
+    // another process's): fit it to this call, never exposing bytes not received.
+    if let Some(p) = partial.take().filter(|p| p.filled > 0) {
+        match fit_partial(env, p, len) {
+            Fitted::Ready(t, rest) => {
+                s.lock().partial = rest;
+                lifecycle::done(env, sock.obj, Dir::Read, &caller);
+                return Ok((atoms::ok(), t).encode(env));
+            }
+            Fitted::Continue(p) => partial = Some(p),
+        }
+    }
     let mut reads = 0;
     let mut drained = false;
     // A short read emptied the socket's receive queue: waiting for readiness

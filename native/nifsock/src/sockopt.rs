@@ -94,12 +94,7 @@ fn linger_value(v: Term) -> Result<(bool, i32)> {
 }
 
 fn string_value(v: Term) -> Result<Vec<u8>> {
-    if let Ok(b) = v.decode::<rustler::Binary>() {
-        return Ok(b.as_slice().to_vec());
-    }
-    v.decode::<String>()
-        .map(String::into_bytes)
-        .map_err(|_| Error::Invalid("value"))
+    crate::nif::args::string_bytes(v).ok_or(Error::Invalid("value"))
 }
 
 fn tos_value(v: Term) -> Result<i32> {

@@ -464,8 +464,21 @@ pub fn recv<'a>(
         if st.tcp.active != Active::Off || (len > 0 && st.tcp.packet != Packet::Raw) {
             return args::error(env, Error::Os(libc::EINVAL));
         }
+        if len > crate::recv::MAX_EXACT_LEN {
+            return args::error(env, Error::Os(libc::ENOMEM));
+        }
+        if st.partial.is_some() {
+            // bytes of a timed-out exact recv: serve them through `pending`
+            if let Some(p) = st.partial.take() {
+                let mut v = p.buf.as_slice().get(..p.filled).unwrap_or(&[]).to_vec();
+                v.extend_from_slice(&st.pending);
+                st.pending = v;
+            }
+        }
         if st.tcp.packet == Packet::Raw && st.pending.is_empty() && !st.tcp.list {
             drop(st);
+            // nifsock_tcp has no nowait: partial bytes stay in the socket.
+            let mode = if mode == Mode::Nowait { Mode::Wait } else { mode };
             return crate::recv::recv(env, sock, len, 0, handle, mode);
         }
         (st.tcp, std::mem::take(&mut st.pending))

@@ -59,12 +59,39 @@ impl<'a> Decoder<'a> for Mode {
     }
 }
 
+/// The elements of a proper list; badarg for anything else. (Rustler's list
+/// decoder panics on improper lists: never use it on user terms.)
+pub fn proper_list(term: Term) -> NifResult<Vec<Term>> {
+    let mut items = Vec::new();
+    let mut rest = term;
+    while !rest.is_empty_list() {
+        let (head, tail) = rest.list_get_cell().map_err(|_| rustler::Error::BadArg)?;
+        items.push(head);
+        rest = tail;
+    }
+    Ok(items)
+}
+
+/// The bytes of a binary or a string (a proper list of characters, as OTP
+/// takes `file:filename_all()` and option strings); None otherwise.
+pub fn string_bytes(term: Term) -> Option<Vec<u8>> {
+    if let Ok(b) = term.decode::<rustler::Binary>() {
+        return Some(b.as_slice().to_vec());
+    }
+    let chars = proper_list(term).ok()?;
+    let s: String = chars
+        .into_iter()
+        .map(|c| c.decode::<u32>().ok().and_then(char::from_u32))
+        .collect::<Option<String>>()?;
+    Some(s.into_bytes())
+}
+
 /// Message flags: a list of atoms (OTP's msg_flag()) or integers, OR-ed.
 pub fn msg_flags(term: Term) -> NifResult<i32> {
     if term.is_empty_list() {
         return Ok(0); // the common case: no allocation
     }
-    let list: Vec<Term> = term.decode()?;
+    let list = proper_list(term)?;
     let mut flags = 0;
     for t in list {
         if let Ok(i) = t.decode::<i32>() {

@@ -1,5 +1,5 @@
 # nifsock — the two commands: `make bench` (side-by-side comparison) and `make test`.
-.PHONY: all setup build test test-rust test-erlang test-elixir lint bench clean
+.PHONY: all setup build test test-rust test-erlang test-elixir test-valgrind lint bench clean
 
 all: build
 
@@ -22,7 +22,10 @@ test-erlang: build
 test-elixir: setup
 	MIX_ENV=test mix test
 
-test: test-rust test-erlang test-elixir
+test-valgrind: build
+	bash test/valgrind/run
+
+test: test-rust test-erlang test-elixir test-valgrind
 
 lint: build
 	rebar3 dialyzer

@@ -478,7 +478,11 @@ pub fn recv<'a>(
         if st.tcp.packet == Packet::Raw && st.pending.is_empty() && !st.tcp.list {
             drop(st);
             // nifsock_tcp has no nowait: partial bytes stay in the socket.
-            let mode = if mode == Mode::Nowait { Mode::Wait } else { mode };
+            let mode = if mode == Mode::Nowait {
+                Mode::Wait
+            } else {
+                mode
+            };
             return crate::recv::recv(env, sock, len, 0, handle, mode);
         }
         (st.tcp, std::mem::take(&mut st.pending))

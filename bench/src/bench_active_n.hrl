@@ -27,11 +27,4 @@ recv(S, 0, Timeout) ->
 recv(S, Len, Timeout) ->
     recv_exact(S, Len, Timeout, []).
 
-recv_exact(_S, 0, _Timeout, Acc) ->
-    {ok, iolist_to_binary(lists:reverse(Acc))};
-recv_exact(S, Len, Timeout, Acc) ->
-    case recv(S, 0, Timeout) of
-        {ok, D} when byte_size(D) =< Len -> recv_exact(S, Len - byte_size(D), Timeout, [D | Acc]);
-        {ok, D} -> {error, {overread, byte_size(D) - Len}};
-        E -> E
-    end.
+-include("bench_recv_exact.hrl").

@@ -34,7 +34,8 @@
          stress_concurrent_exact_recv_no_garbage/1,
          stress_send_close_race_result_shape/1,
          stress_nowait_rearm_memory_bounded/1,
-         stress_edge_args_raise_badarg_or_wait/1]).
+         stress_edge_args_raise_badarg_or_wait/1,
+         stress_recv_flags_never_spin/1]).
 
 %% Run inside peer nodes.
 -export([peer_echo_server/1, peer_echo_stop/1, peer_info/0, peer_emfile/0,
@@ -67,7 +68,8 @@ all() ->
      stress_concurrent_exact_recv_no_garbage,
      stress_send_close_race_result_shape,
      stress_nowait_rearm_memory_bounded,
-     stress_edge_args_raise_badarg_or_wait].
+     stress_edge_args_raise_badarg_or_wait,
+     stress_recv_flags_never_spin].
 
 init_per_suite(Config) ->
     {module, nifsock_nif} = code:ensure_loaded(nifsock_nif),
@@ -1246,6 +1248,47 @@ edge_case(Kind, F) ->
 
 summarize_edge({raised, error, {nif_panicked, _}}) -> {raised, error, nif_panicked};
 summarize_edge(X) -> X.
+
+%% @doc recv with flags the kernel answers with EAGAIN although the socket is
+%% readable ([errqueue], or [-1], every bit) on a socket with data pending
+%% either returns at once or waits quietly: over 200 ms the caller does
+%% fewer than 20,000 reductions (the fuzzer found it looping select ->
+%% EAGAIN -> select at 100% CPU until the timeout, forever with infinity).
+stress_recv_flags_never_spin(_Config) ->
+    Base = baseline(),
+    Res = isolated(fun() ->
+                           {L, Addr} = listener(4),
+                           {C, A} = pair(L, Addr),
+                           ok = nifsock:send(C, <<"pending">>),
+                           timer:sleep(20),
+                           R = [{Flags, spin_check(A, Flags)} || Flags <- [[errqueue], [-1]]],
+                           [nifsock:close(S) || S <- [C, A, L]],
+                           R
+                   end, 30000),
+    ct:pal("recv flags: ~p", [Res]),
+    settle(Base),
+    Bad = [X || {_, V} = X <- Res, V =/= ok],
+    [] =:= Bad orelse ct:fail({recv_spins, Bad}).
+
+spin_check(S, Flags) ->
+    Self = self(),
+    P = spawn(fun() -> Self ! {spin, self(), nifsock:recv(S, 0, Flags, 1000)} end),
+    timer:sleep(100),
+    case process_info(P, reductions) of
+        undefined ->
+            ok;   % returned at once
+        {reductions, R1} ->
+            timer:sleep(200),
+            case process_info(P, [reductions, status]) of
+                undefined -> ok;
+                [{reductions, R2}, {status, St}] ->
+                    exit(P, kill),
+                    case R2 - R1 < 20000 of
+                        true -> ok;
+                        false -> {spinning, St, R2 - R1, reductions_in_200ms}
+                    end
+            end
+    end.
 
 %%--------------------------------------------------------------------
 %% Helpers

@@ -86,6 +86,22 @@ pub fn string_bytes(term: Term) -> Option<Vec<u8>> {
     Some(s.into_bytes())
 }
 
+const KNOWN_FLAGS: i32 = libc::MSG_OOB
+    | libc::MSG_PEEK
+    | libc::MSG_DONTROUTE
+    | libc::MSG_EOR
+    | libc::MSG_MORE
+    | libc::MSG_NOSIGNAL
+    | libc::MSG_CONFIRM
+    | libc::MSG_TRUNC
+    | libc::MSG_WAITALL
+    | libc::MSG_CMSG_CLOEXEC;
+
+fn invalid_flag(t: Term) -> rustler::Error {
+    let what = (atoms::msg_flag(), t.decode::<i64>().unwrap_or(-1));
+    rustler::Error::Term(Box::new((atoms::invalid(), what)))
+}
+
 /// Message flags: a list of atoms (OTP's msg_flag()) or integers, OR-ed.
 pub fn msg_flags(term: Term) -> NifResult<i32> {
     if term.is_empty_list() {
@@ -95,6 +111,12 @@ pub fn msg_flags(term: Term) -> NifResult<i32> {
     let mut flags = 0;
     for t in list {
         if let Ok(i) = t.decode::<i32>() {
+            // Only flags a stream recv/send can honour: MSG_ERRQUEUE (or an
+            // arbitrary mask) makes recv answer EAGAIN on a readable socket,
+            // and the select would fire forever.
+            if i < 0 || i & !KNOWN_FLAGS != 0 {
+                return Err(invalid_flag(t));
+            }
             flags |= i;
             continue;
         }
@@ -111,7 +133,6 @@ pub fn msg_flags(term: Term) -> NifResult<i32> {
             "trunc" => libc::MSG_TRUNC,
             "waitall" => libc::MSG_WAITALL,
             "cmsg_cloexec" => libc::MSG_CMSG_CLOEXEC,
-            "errqueue" => libc::MSG_ERRQUEUE,
             // rustler wraps Error::Term in {error, _}: {error, {invalid, {msg_flag, F}}}
             _ => {
                 return Err(rustler::Error::Term(Box::new((

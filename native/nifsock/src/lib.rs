@@ -18,6 +18,7 @@ pub mod opts;
 pub mod packet;
 pub mod recv;
 pub mod scratch;
+pub mod scratch_read;
 pub mod send;
 pub mod sendfile;
 pub mod socket;

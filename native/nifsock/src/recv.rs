@@ -11,6 +11,7 @@ use crate::error::Error;
 use crate::lifecycle;
 use crate::nif::args::{self, Mode, Sock};
 use crate::scratch;
+use crate::scratch_read::{self, is_would_block, ScratchRead};
 use crate::socket::Partial;
 use crate::stats;
 use crate::sys::select::Dir;
@@ -25,10 +26,6 @@ enum Read<'a> {
     WouldBlock,
     Eof,
     Failed(i32),
-}
-
-fn is_would_block(e: i32) -> bool {
-    e == libc::EAGAIN || e == libc::EWOULDBLOCK
 }
 
 /// A stream that keeps filling large reads is read straight into a fresh
@@ -161,35 +158,38 @@ fn read_once<'a>(
     if len == 0 && streaming && flags & libc::MSG_PEEK == 0 {
         return read_direct(env, fd, want, flags, drained);
     }
-    let r = scratch::with(want, |buf| match syscall::recv(fd, buf, flags) {
-        Ok(0) if want > 0 => Read::Eof,
-        Ok(n) => {
-            stats::READS.incr();
-            stats::BYTES_IN.add(n as u64);
-            *drained = is_drained(n, want);
-            let got = buf.get(..n).unwrap_or(&[]);
-            if len == 0 || n >= len || flags & libc::MSG_PEEK != 0 {
-                let mut bin = NewBinary::new(env, got.len());
-                bin.as_mut_slice().copy_from_slice(got);
-                Read::Complete(bin.into(), n)
-            } else {
-                let mut owned = OwnedBinary::new(len);
-                stats::EXACT_ALLOCS.incr();
-                if let Some(dst) = owned.as_mut_slice().get_mut(..n) {
-                    dst.copy_from_slice(got);
-                }
-                *partial = Some(Partial {
-                    buf: owned,
-                    filled: n,
-                });
-                Read::Progress
+    let peek = flags & libc::MSG_PEEK != 0;
+    match scratch_read::recv(fd, want, flags, |got| {
+        if len == 0 || got.len() >= len || peek {
+            let mut bin = NewBinary::new(env, got.len());
+            bin.as_mut_slice().copy_from_slice(got);
+            Ok(bin.into())
+        } else {
+            let mut owned = OwnedBinary::new(len);
+            stats::EXACT_ALLOCS.incr();
+            if let Some(dst) = owned.as_mut_slice().get_mut(..got.len()) {
+                dst.copy_from_slice(got);
             }
+            Err(Partial {
+                buf: owned,
+                filled: got.len(),
+            })
         }
-        Err(e) if is_would_block(e) => Read::WouldBlock,
-        Err(libc::EINTR) => Read::Progress,
-        Err(e) => Read::Failed(e),
-    });
-    r.unwrap_or(Read::Failed(libc::EBUSY))
+    }) {
+        ScratchRead::Bytes(Ok(t), n) => {
+            *drained = is_drained(n, want);
+            Read::Complete(t, n)
+        }
+        ScratchRead::Bytes(Err(p), n) => {
+            *drained = is_drained(n, want);
+            *partial = Some(p);
+            Read::Progress
+        }
+        ScratchRead::WouldBlock => Read::WouldBlock,
+        ScratchRead::Eof => Read::Eof,
+        ScratchRead::Interrupted => Read::Progress,
+        ScratchRead::Failed(e) => Read::Failed(e),
+    }
 }
 
 /// The bytes of a partial read as a binary term.

@@ -15,12 +15,11 @@ use crate::error::Error;
 use crate::lifecycle;
 use crate::nif::args::{self, Mode, Sock};
 use crate::packet::{self, Found, Packet};
-use crate::scratch;
+use crate::scratch_read::{self, ScratchRead};
 use crate::socket::{Active, Phase, TcpOpts};
 use crate::stats;
 use crate::sys::msg;
 use crate::sys::select::Dir;
-use crate::sys::syscall;
 
 /// Most reads one delivery call makes before re-arming its select.
 const MAX_READS: usize = 4;
@@ -46,22 +45,16 @@ enum Read {
 /// One recv into the scratch buffer, appended to `pending`.
 fn read_into(sock: &Sock, pending: &mut Vec<u8>, rcvbuf: usize) -> Read {
     let r = sock.s.with_fd(|fd| {
-        scratch::with(rcvbuf, |buf| match syscall::recv(fd, buf, 0) {
-            Ok(0) => Read::Eof,
-            Ok(n) => {
-                stats::READS.incr();
-                stats::BYTES_IN.add(n as u64);
-                pending.extend_from_slice(buf.get(..n).unwrap_or(&[]));
-                Read::Got(n < buf.len())
-            }
-            Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
+        match scratch_read::recv(fd, rcvbuf, 0, |got| pending.extend_from_slice(got)) {
+            ScratchRead::Bytes((), n) => Read::Got(n < rcvbuf),
+            ScratchRead::Eof => Read::Eof,
+            ScratchRead::WouldBlock => {
                 stats::READS_EAGAIN.incr();
                 Read::WouldBlock
             }
-            Err(libc::EINTR) => Read::Got(false),
-            Err(e) => Read::Failed(e),
-        })
-        .unwrap_or(Read::Failed(libc::EBUSY))
+            ScratchRead::Interrupted => Read::Got(false),
+            ScratchRead::Failed(e) => Read::Failed(e),
+        }
     });
     r.unwrap_or(Read::Failed(libc::EBADF))
 }

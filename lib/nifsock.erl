@@ -136,11 +136,9 @@ accept_nowait(L, H) ->
 accept_wait(L, H, Deadline) ->
     case nifsock_nif:accept(L, H, wait) of
         select ->
-            receive
-                ?MSG(L, select, H) -> accept_wait(L, H, Deadline);
-                ?MSG(L, abort, {H, Reason}) -> {error, Reason}
-            after remaining(Deadline) ->
-                    timed_out(L, accept, H)
+            case await(L, accept, H, Deadline) of
+                select -> accept_wait(L, H, Deadline);
+                Reason -> {error, Reason}
             end;
         Result ->
             Result
@@ -174,11 +172,9 @@ connect(?SOCK(_) = S, Addr, Timeout) when is_map(Addr); is_atom(Addr) ->
             H = ?WAIT_HANDLE(),
             case nifsock_nif:connect(S, Addr, H, wait) of
                 select ->
-                    receive
-                        ?MSG(S, select, H) -> nifsock_nif:connect_finish(S);
-                        ?MSG(S, abort, {H, Reason}) -> {error, Reason}
-                    after remaining(Deadline) ->
-                            timed_out(S, connect, H)
+                    case await(S, connect, H, Deadline) of
+                        select -> nifsock_nif:connect_finish(S);
+                        Reason -> {error, Reason}
                     end;
                 Result ->
                     sockaddr_error(Result, Addr)
@@ -253,14 +249,9 @@ recv_nowait(S, Length, Flags, H) ->
 recv_wait(S, Length, Flags, H, Deadline) ->
     case nifsock_nif:recv(S, Length, Flags, H, wait) of
         select ->
-            receive
-                ?MSG(S, select, H) ->
-                    recv_wait(S, Length, Flags, H, Deadline);
-                ?MSG(S, abort, {H, Reason}) ->
-                    with_partial(S, Reason)
-            after remaining(Deadline) ->
-                    _ = nifsock_wait:cancel(S, recv, H),
-                    with_partial(S, timeout)
+            case await(S, recv, H, Deadline) of
+                select -> recv_wait(S, Length, Flags, H, Deadline);
+                Reason -> with_partial(S, Reason)
             end;
         more ->
             recv_wait(S, Length, Flags, H, Deadline);
@@ -334,14 +325,9 @@ send_wait(S, IOV, Flags, H, Deadline, Written) ->
         {select, N} ->
             Rest = rest(IOV, N),
             Written1 = Written orelse N > 0,
-            receive
-                ?MSG(S, select, H) ->
-                    send_wait(S, Rest, Flags, H, Deadline, Written1);
-                ?MSG(S, abort, {H, Reason}) ->
-                    send_error(Reason, Rest, Written1)
-            after remaining(Deadline) ->
-                    _ = nifsock_wait:cancel(S, send, H),
-                    send_error(timeout, Rest, Written1)
+            case await(S, send, H, Deadline) of
+                select -> send_wait(S, Rest, Flags, H, Deadline, Written1);
+                Reason -> send_error(Reason, Rest, Written1)
             end;
         {error, {Reason, N}} when is_integer(N) ->
             send_error(Reason, rest(IOV, N), true);
@@ -444,14 +430,11 @@ sendfile_wait(S, Fd, Offset, Count, H, Deadline, Sent) ->
             sendfile_wait(S, Fd, Offset + N, sendfile_left(Count, N), H, Deadline, Sent + N);
         {select, N} ->
             Sent1 = Sent + N,
-            receive
-                ?MSG(S, select, H) ->
+            case await(S, sendfile, H, Deadline) of
+                select ->
                     sendfile_wait(S, Fd, Offset + N, sendfile_left(Count, N), H, Deadline, Sent1);
-                ?MSG(S, abort, {H, Reason}) ->
+                Reason ->
                     sendfile_error(Reason, Sent1)
-            after remaining(Deadline) ->
-                    _ = nifsock_wait:cancel(S, sendfile, H),
-                    sendfile_error(timeout, Sent1)
             end;
         {error, {Reason, N}} ->
             sendfile_error(Reason, Sent + N);
@@ -585,6 +568,15 @@ remaining(infinity) -> infinity;
 remaining(zero) -> 0;
 remaining(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).
 
-timed_out(S, Op, H) ->
-    _ = nifsock_wait:cancel(S, Op, H),
-    {error, timeout}.
+%% Waits for the message that ends a wait-mode call's wait `H' for `Op':
+%% `select' when `S' is ready again, the abort reason (`closed', ...) when the
+%% wait was ended under the caller, or `timeout' once `Deadline' passes (the
+%% wait is cancelled first, so no late message is left in the mailbox).
+await(S, Op, H, Deadline) ->
+    receive
+        ?MSG(S, select, H) -> select;
+        ?MSG(S, abort, {H, Reason}) -> Reason
+    after remaining(Deadline) ->
+            _ = nifsock_wait:cancel(S, Op, H),
+            timeout
+    end.

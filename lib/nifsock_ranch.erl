@@ -18,9 +18,7 @@
 %% <li>`sendfile' goes through sendfile(2) (`nifsock:sendfile'), waiting on
 %%     the socket with the socket's `send_timeout'; `chunk_size' is ignored.
 %%     A file that is not raw falls back to read-and-send.</li>
-%% <li>`getstat' reports what nifsock counts per socket (the `counters' of
-%%     `nifsock:info/1', mapped to inet's names); while nifsock keeps no
-%%     per-socket counters it is `{error, enotsup}'.</li>
+%% <li>`getstat' reports the socket's counters (`nifsock_tcp:getstat/1').</li>
 %% <li>Options that `nifsock_tcp' ignores (`delay_send',
 %%     watermarks, `send_timeout_close'...) are accepted and ignored;
 %%     `{inet_backend, _}' is dropped with a warning.</li>
@@ -613,39 +611,15 @@ setopts(Socket, Opts) ->
 getopts(Socket, Names) ->
     nifsock_tcp:getopts(Socket, Names).
 
-%% @doc The socket's statistics under inet's names (`recv_oct', `recv_cnt',
-%% `recv_max', `recv_avg', `send_oct', `send_cnt', `send_max', `send_avg'),
-%% as far as nifsock counts them per socket; `{error, enotsup}' when it keeps
-%% no per-socket counters (the `counters' map of `nifsock:info/1' is empty).
+%% @doc The socket's statistics under inet's names (`nifsock_tcp:getstat/1').
 -spec getstat(socket()) -> {ok, [{atom(), non_neg_integer()}]} | {error, atom()}.
 getstat(Socket) ->
-    getstat(Socket, [recv_oct, recv_cnt, recv_max, recv_avg,
-                     send_oct, send_cnt, send_max, send_avg]).
+    nifsock_tcp:getstat(Socket).
 
-%% @doc The named statistics that can be given (see {@link getstat/1});
-%% names nifsock has no counter for are left out.
+%% @doc The named statistics (`nifsock_tcp:getstat/2').
 -spec getstat(socket(), [atom()]) -> {ok, [{atom(), non_neg_integer()}]} | {error, atom()}.
 getstat(Socket, Names) ->
-    try nifsock:info(Socket) of
-        #{counters := Counters} when map_size(Counters) > 0 ->
-            {ok, [{Name, V} || Name <- Names, {ok, V} <- [stat(Name, Counters)]]};
-        #{} ->
-            {error, enotsup}
-    catch
-        error:_ -> {error, einval}
-    end.
-
-stat(recv_oct, #{read_byte := V}) -> {ok, V};
-stat(recv_cnt, #{read_pkg := V}) -> {ok, V};
-stat(recv_max, #{read_pkg_max := V}) -> {ok, V};
-stat(recv_avg, #{read_byte := B, read_pkg := N}) when N > 0 -> {ok, B div N};
-stat(recv_avg, #{read_pkg := 0}) -> {ok, 0};
-stat(send_oct, #{write_byte := V}) -> {ok, V};
-stat(send_cnt, #{write_pkg := V}) -> {ok, V};
-stat(send_max, #{write_pkg_max := V}) -> {ok, V};
-stat(send_avg, #{write_byte := B, write_pkg := N}) when N > 0 -> {ok, B div N};
-stat(send_avg, #{write_pkg := 0}) -> {ok, 0};
-stat(_, _) -> error.
+    nifsock_tcp:getstat(Socket, Names).
 
 %%% ------------------------------------------------------------------
 %%% Ownership, names, ending

@@ -20,7 +20,7 @@
 
 -export([listen/2, accept/1, accept/2, connect/3, connect/4, send/2, recv/2, recv/3,
          close/1, shutdown/2, setopts/2, getopts/2, controlling_process/2,
-         peername/1, sockname/1, port/1]).
+         peername/1, sockname/1, port/1, getstat/1, getstat/2]).
 
 -export_type([socket/0, option/0]).
 
@@ -302,6 +302,49 @@ port(S) ->
         {ok, {_, Port}} -> {ok, Port};
         Other -> Other
     end.
+
+%% @doc The socket's statistics under inet's names, as `inet:getstat/1':
+%% `recv_oct', `recv_cnt', `recv_max', `recv_avg', `send_oct', `send_cnt',
+%% `send_max', `send_avg' and `send_pend' (always 0: nifsock keeps no send
+%% queue of its own, a send returns once the kernel has the bytes). They
+%% come from the socket's counters (`nifsock:info/1'); `recv_cnt' and
+%% `send_cnt' count recv and sendmsg/sendfile calls that moved bytes.
+-spec getstat(socket()) -> {ok, [{atom(), non_neg_integer()}]} | {error, einval}.
+getstat(S) ->
+    getstat(S, [recv_oct, recv_cnt, recv_max, recv_avg,
+                send_oct, send_cnt, send_max, send_avg, send_pend]).
+
+%% @doc The named statistics (see {@link getstat/1}). As gen_tcp, a name
+%% without a counter (including inet's `recv_dvi', which nifsock does not
+%% keep) or a closed socket is `{error, einval}'.
+-spec getstat(socket(), [atom()]) -> {ok, [{atom(), non_neg_integer()}]} | {error, einval}.
+getstat(S, Names) when is_list(Names) ->
+    try nifsock:info(S) of
+        #{rstates := States, counters := Counters} ->
+            Stats = [{Name, stat(Name, Counters)} || Name <- Names],
+            case lists:member(closed, States) orelse lists:keymember(error, 2, Stats) of
+                true -> {error, einval};
+                false -> {ok, Stats}
+            end
+    catch
+        error:badarg -> {error, einval}
+    end;
+getstat(S, Names) ->
+    erlang:error(badarg, [S, Names]).
+
+stat(recv_oct, #{read_byte := V}) -> V;
+stat(recv_cnt, #{read_pkg := V}) -> V;
+stat(recv_max, #{read_pkg_max := V}) -> V;
+stat(recv_avg, #{read_byte := B, read_pkg := N}) -> avg(B, N);
+stat(send_oct, #{write_byte := V}) -> V;
+stat(send_cnt, #{write_pkg := V}) -> V;
+stat(send_max, #{write_pkg_max := V}) -> V;
+stat(send_avg, #{write_byte := B, write_pkg := N}) -> avg(B, N);
+stat(send_pend, #{}) -> 0;
+stat(_, _) -> error.
+
+avg(_Bytes, 0) -> 0;
+avg(Bytes, Count) -> Bytes div Count.
 
 inet_addr({ok, #{family := local, path := Path}}) -> {ok, Path};
 inet_addr({ok, #{addr := IP, port := Port}}) -> {ok, {IP, Port}};

@@ -62,6 +62,7 @@
          api_shutdown_read_write/1,
          api_is_socket/1,
          api_info_socket/1,
+         api_info_counters/1,
          api_info_global/1,
          api_send_iolist/1,
          api_send_partial_timeout/1,
@@ -121,6 +122,7 @@ cases() ->
      api_shutdown_read_write,
      api_is_socket,
      api_info_socket,
+     api_info_counters,
      api_info_global,
      api_send_iolist,
      api_send_partial_timeout,
@@ -976,6 +978,24 @@ api_info_socket(Config) ->
     true = is_map(Counters),
     LInfo = Mod:info(L),
     true = is_map(LInfo),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures the per-socket counters of info/1 count bytes, calls and the
+%% largest transfer each way, and accepts on the listener, as socket's do:
+%% two exact reads of 5 and 100 bytes, two sends of the same.
+api_info_counters(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    Big = binary:copy(<<"x">>, 100),
+    ok = Mod:send(C, <<"hello">>),
+    {ok, <<"hello">>} = Mod:recv(A, 5, ?T),
+    ok = Mod:send(C, Big),
+    {ok, Big} = Mod:recv(A, 100, ?T),
+    #{counters := #{read_byte := 105, read_pkg := 2, read_pkg_max := 100,
+                    write_byte := 0, write_pkg := 0}} = Mod:info(A),
+    #{counters := #{write_byte := 105, write_pkg := 2, write_pkg_max := 100,
+                    read_byte := 0, read_pkg := 0}} = Mod:info(C),
+    #{counters := #{acc_success := 1, read_byte := 0}} = Mod:info(L),
     close_all(Mod, [C, A, L]).
 
 %% Ensures info/0 returns a map of integer counters.

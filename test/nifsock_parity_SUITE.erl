@@ -62,6 +62,7 @@
          shutdown_read_write/1,
          is_socket/1,
          info_socket/1,
+         info_counters/1,
          info_global/1,
          send_iolist/1,
          send_partial_timeout/1,
@@ -119,6 +120,7 @@ cases() ->
      shutdown_read_write,
      is_socket,
      info_socket,
+     info_counters,
      info_global,
      send_iolist,
      send_partial_timeout,
@@ -316,6 +318,10 @@ is_socket(Config) -> run(api_is_socket, Config).
 %% Ensures info/1 returns a map with the keys socket:info/1 has (domain, type,
 %% protocol, owner, counters, ...) and the right values for a TCP socket.
 info_socket(Config) -> run(api_info_socket, Config).
+
+%% Ensures the per-socket counters of info/1 count bytes, calls, the largest
+%% transfer and accepts the same way.
+info_counters(Config) -> run(api_info_counters, Config).
 
 %% Ensures info/0 returns a map of integer counters.
 info_global(Config) -> run(api_info_global, Config).

@@ -29,6 +29,7 @@
          tcp_binary_mode/1,
          tcp_list_mode/1,
          tcp_passive_recv_zero/1,
+         tcp_getstat/1,
          tcp_passive_recv_exact/1,
          tcp_passive_recv_timeout/1,
          tcp_passive_recv_timeout_keeps_partial/1,
@@ -110,6 +111,7 @@ cases() ->
      tcp_binary_mode,
      tcp_list_mode,
      tcp_passive_recv_zero,
+     tcp_getstat,
      tcp_passive_recv_exact,
      tcp_passive_recv_timeout,
      tcp_passive_recv_timeout_keeps_partial,
@@ -300,6 +302,38 @@ tcp_passive_recv_zero(Config) ->
     receive sent -> ok end,
     {ok, <<"later">>} = recv_more(M, S, Later, 5),
     close_all(M, [S]), gen_tcp:close(Peer).
+
+%% getstat counts bytes, calls and the largest transfer each way (two exact
+%% reads of 5 and 100 bytes, one send of 3); send_pend is 0 once a send has
+%% returned; an unknown name and a closed socket are {error, einval}.
+tcp_getstat(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    Big = binary:copy(<<"y">>, 100),
+    ok = gen_tcp:send(Peer, <<"hello">>),
+    {ok, <<"hello">>} = M:recv(S, 5, ?T),
+    ok = gen_tcp:send(Peer, Big),
+    {ok, Big} = M:recv(S, 100, ?T),
+    ok = M:send(S, <<"abc">>),
+    {ok, <<"abc">>} = gen_tcp:recv(Peer, 3, ?T),
+    {ok, Stats} = getstat(M, S),
+    ct:pal("~p: ~p", [M, Stats]),
+    [{recv_oct, 105}, {recv_cnt, 2}, {recv_max, 100}, {recv_avg, 52},
+     {send_oct, 3}, {send_cnt, 1}, {send_max, 3}, {send_avg, 3}, {send_pend, 0}] =
+        [lists:keyfind(K, 1, Stats) || K <- [recv_oct, recv_cnt, recv_max, recv_avg,
+                                             send_oct, send_cnt, send_max, send_avg,
+                                             send_pend]],
+    {ok, [{send_oct, 3}, {recv_oct, 105}]} = getstat(M, S, [send_oct, recv_oct]),
+    {error, einval} = getstat(M, S, [recv_oct, no_such_stat]),
+    ok = M:close(S),
+    {error, einval} = getstat(M, S),
+    gen_tcp:close(Peer).
+
+getstat(gen_tcp, S) -> inet:getstat(S);
+getstat(M, S) -> M:getstat(S).
+
+getstat(gen_tcp, S, Names) -> inet:getstat(S, Names);
+getstat(M, S, Names) -> M:getstat(S, Names).
 
 %% {active, false} recv(S, N) returns exactly N bytes, waiting across several writes, leaving the rest.
 tcp_passive_recv_exact(Config) ->

@@ -104,4 +104,15 @@ defmodule Nifsock.TCP do
   @doc "The local port, as `:inet.port/1`."
   @spec port(socket()) :: {:ok, :inet.port_number()} | {:error, term()}
   defdelegate port(socket), to: :nifsock_tcp
+
+  @doc """
+  The socket's statistics under inet's names, as `:inet.getstat/1`
+  (`recv_oct`, `recv_cnt`, `send_oct`, `send_pend`, ...).
+  """
+  @spec getstat(socket()) :: {:ok, [{atom(), non_neg_integer()}]} | {:error, :einval}
+  defdelegate getstat(socket), to: :nifsock_tcp
+
+  @doc "The named statistics, as `:inet.getstat/2`."
+  @spec getstat(socket(), [atom()]) :: {:ok, [{atom(), non_neg_integer()}]} | {:error, :einval}
+  defdelegate getstat(socket, names), to: :nifsock_tcp
 end

@@ -91,7 +91,7 @@ pub fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> Ni
         };
         match r {
             Ok(fd) => {
-                stats::ACCEPTS.incr();
+                l.s.count_accept();
                 tracing::trace!(fd, op = "accept");
                 lifecycle::done(env, l.obj, Dir::Read, &caller);
                 // Linux copies SO_LINGER to the accepted socket: inherit our record of

@@ -26,6 +26,7 @@ pub mod sockopt;
 pub mod stats;
 pub mod sys;
 pub mod tcp;
+pub mod traffic;
 pub mod unix_path;
 
 use rustler::{Env, Term};

@@ -12,7 +12,7 @@ use crate::lifecycle;
 use crate::nif::args::{self, Mode, Sock};
 use crate::scratch;
 use crate::scratch_read::{self, is_would_block, ScratchRead};
-use crate::socket::Partial;
+use crate::socket::{Partial, Socket};
 use crate::stats;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
@@ -34,6 +34,7 @@ enum Read<'a> {
 /// EAGAIN and small results get right-sized binaries.
 fn read_direct<'a>(
     env: Env<'a>,
+    s: &Socket,
     fd: RawFd,
     want: usize,
     flags: i32,
@@ -43,8 +44,7 @@ fn read_direct<'a>(
     match syscall::recv(fd, owned.as_mut_slice(), flags) {
         Ok(0) => Read::Eof,
         Ok(n) => {
-            stats::READS.incr();
-            stats::BYTES_IN.add(n as u64);
+            s.count_read(n);
             stats::DIRECT_READS.incr();
             *drained = is_drained(n, want);
             if n < want && !owned.realloc(n) {
@@ -116,6 +116,7 @@ pub const STREAM_THRESHOLD: usize = 16 * 1024;
 #[allow(clippy::too_many_arguments)]
 fn read_once<'a>(
     env: Env<'a>,
+    s: &Socket,
     fd: RawFd,
     len: usize,
     flags: i32,
@@ -132,8 +133,7 @@ fn read_once<'a>(
         return match syscall::recv(fd, dst, flags) {
             Ok(0) => Read::Eof,
             Ok(n) => {
-                stats::READS.incr();
-                stats::BYTES_IN.add(n as u64);
+                s.count_read(n);
                 *drained = is_drained(n, dst_len);
                 p.filled += n;
                 if p.filled >= len {
@@ -156,10 +156,10 @@ fn read_once<'a>(
         len.min(scratch::CAP)
     };
     if len == 0 && streaming && flags & libc::MSG_PEEK == 0 {
-        return read_direct(env, fd, want, flags, drained);
+        return read_direct(env, s, fd, want, flags, drained);
     }
     let peek = flags & libc::MSG_PEEK != 0;
-    match scratch_read::recv(fd, want, flags, |got| {
+    match scratch_read::recv(s, fd, want, flags, |got| {
         if len == 0 || got.len() >= len || peek {
             let mut bin = NewBinary::new(env, got.len());
             bin.as_mut_slice().copy_from_slice(got);
@@ -241,6 +241,7 @@ pub fn recv<'a>(
             let outcome = match s.with_fd(|fd| {
                 read_once(
                     env,
+                    s,
                     fd,
                     len,
                     flags,

@@ -6,7 +6,7 @@
 use std::os::fd::RawFd;
 
 use crate::scratch;
-use crate::stats;
+use crate::socket::Socket;
 use crate::sys::syscall;
 
 /// What one recv into the scratch buffer came to.
@@ -25,9 +25,10 @@ pub enum ScratchRead<R> {
     Failed(i32),
 }
 
-/// recv(2) up to `want` bytes with `flags` into the scratch buffer and hand
-/// the bytes read to `keep`.
+/// recv(2) up to `want` bytes with `flags` from `s`'s `fd` into the scratch
+/// buffer and hand the bytes read to `keep`.
 pub fn recv<R>(
+    s: &Socket,
     fd: RawFd,
     want: usize,
     flags: i32,
@@ -36,8 +37,9 @@ pub fn recv<R>(
     let r = scratch::with(want, |buf| match syscall::recv(fd, buf, flags) {
         Ok(0) if want > 0 => ScratchRead::Eof,
         Ok(n) => {
-            stats::READS.incr();
-            stats::BYTES_IN.add(n as u64);
+            if n > 0 {
+                s.count_read(n);
+            }
             ScratchRead::Bytes(keep(buf.get(..n).unwrap_or(&[])), n)
         }
         Err(e) if is_would_block(e) => ScratchRead::WouldBlock,

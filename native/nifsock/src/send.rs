@@ -7,6 +7,7 @@ use crate::atoms;
 use crate::error::Error;
 use crate::lifecycle;
 use crate::nif::args::{self, Mode, Sock};
+use crate::socket::Socket;
 use crate::stats;
 use crate::sys::iovec::IoVec;
 use crate::sys::select::Dir;
@@ -18,7 +19,7 @@ enum Sent {
     Failed(i32, usize),
 }
 
-fn write_all(fd: std::os::fd::RawFd, entries: &[libc::iovec], flags: i32) -> Sent {
+fn write_all(s: &Socket, fd: std::os::fd::RawFd, entries: &[libc::iovec], flags: i32) -> Sent {
     let mut written = 0usize;
     let mut rest = entries;
     while !rest.is_empty() {
@@ -27,8 +28,7 @@ fn write_all(fd: std::os::fd::RawFd, entries: &[libc::iovec], flags: i32) -> Sen
         let chunk_bytes: usize = chunk.iter().map(|v| v.iov_len).sum();
         match syscall::sendv(fd, chunk, flags) {
             Ok(n) => {
-                stats::WRITES.incr();
-                stats::BYTES_OUT.add(n as u64);
+                s.count_write(n);
                 written += n;
                 if n < chunk_bytes {
                     return Sent::Partial(written);
@@ -59,7 +59,10 @@ pub fn send<'a>(
 ) -> NifResult<Term<'a>> {
     let iov = IoVec::inspect(env, iov).ok_or(rustler::Error::BadArg)?;
     let caller = args::caller(env)?;
-    let sent = match sock.s.with_fd(|fd| write_all(fd, iov.entries(), flags)) {
+    let sent = match sock
+        .s
+        .with_fd(|fd| write_all(sock.s, fd, iov.entries(), flags))
+    {
         Ok(s) => s,
         Err(e) => return args::error(env, e),
     };

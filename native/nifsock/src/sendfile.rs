@@ -7,6 +7,7 @@ use crate::atoms;
 use crate::error::Error;
 use crate::lifecycle;
 use crate::nif::args::{self, Mode, Sock};
+use crate::socket::Socket;
 use crate::stats;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
@@ -26,7 +27,7 @@ enum Outcome {
     Failed(i32, u64),
 }
 
-fn pump(sock_fd: i32, file_fd: i32, mut offset: i64, count: u64) -> Outcome {
+fn pump(s: &Socket, sock_fd: i32, file_fd: i32, mut offset: i64, count: u64) -> Outcome {
     let mut sent: u64 = 0;
     for _ in 0..MAX_CALLS {
         let want = if count == 0 {
@@ -45,8 +46,7 @@ fn pump(sock_fd: i32, file_fd: i32, mut offset: i64, count: u64) -> Outcome {
         ) {
             Ok(0) => return Outcome::Done(sent),
             Ok(n) => {
-                stats::WRITES.incr();
-                stats::BYTES_OUT.add(n as u64);
+                s.count_write(n);
                 sent += n as u64;
                 if count != 0 && sent >= count {
                     return Outcome::Done(sent);
@@ -76,7 +76,10 @@ pub fn sendfile<'a>(
     mode: Mode,
 ) -> NifResult<Term<'a>> {
     let caller = args::caller(env)?;
-    let outcome = match sock.s.with_fd(|fd| pump(fd, file_fd, offset, count)) {
+    let outcome = match sock
+        .s
+        .with_fd(|fd| pump(sock.s, fd, file_fd, offset, count))
+    {
         Ok(o) => o,
         Err(e) => return args::error(env, e),
     };

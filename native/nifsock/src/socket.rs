@@ -20,6 +20,7 @@ use crate::sys::handles::{HandleStore, Saved};
 use crate::sys::msg::Monitor;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
+use crate::traffic::Traffic;
 
 /// Lifecycle of a socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,6 +174,8 @@ pub struct Socket {
     state: Mutex<State>,
     /// Serialises active deliveries so messages keep the stream's order.
     delivery: Mutex<()>,
+    /// Bytes and calls each way (`counters` of `nifsock:info/1`).
+    traffic: Traffic,
 }
 
 impl Socket {
@@ -202,6 +205,7 @@ impl Socket {
                 pending: Vec::new(),
             }),
             delivery: Mutex::new(()),
+            traffic: Traffic::default(),
         }
     }
 
@@ -253,6 +257,31 @@ impl Socket {
     /// Records a recv(S, 0) result size.
     pub fn note_read(&self, n: usize) {
         self.last_read.store(n, Ordering::Relaxed);
+    }
+
+    /// A recv that returned `n` > 0 bytes.
+    pub fn count_read(&self, n: usize) {
+        stats::READS.incr();
+        stats::BYTES_IN.add(n as u64);
+        self.traffic.read(n);
+    }
+
+    /// A sendmsg or sendfile that wrote `n` bytes.
+    pub fn count_write(&self, n: usize) {
+        stats::WRITES.incr();
+        stats::BYTES_OUT.add(n as u64);
+        self.traffic.write(n);
+    }
+
+    /// A connection accepted on this listener.
+    pub fn count_accept(&self) {
+        stats::ACCEPTS.incr();
+        self.traffic.accepted();
+    }
+
+    /// The per-socket counters.
+    pub fn traffic(&self) -> &Traffic {
+        &self.traffic
     }
 
     /// Sets `{otp, rcvbuf}`.

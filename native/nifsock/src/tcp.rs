@@ -45,7 +45,7 @@ enum Read {
 /// One recv into the scratch buffer, appended to `pending`.
 fn read_into(sock: &Sock, pending: &mut Vec<u8>, rcvbuf: usize) -> Read {
     let r = sock.s.with_fd(|fd| {
-        match scratch_read::recv(fd, rcvbuf, 0, |got| pending.extend_from_slice(got)) {
+        match scratch_read::recv(sock.s, fd, rcvbuf, 0, |got| pending.extend_from_slice(got)) {
             ScratchRead::Bytes((), n) => Read::Got(n < rcvbuf),
             ScratchRead::Eof => Read::Eof,
             ScratchRead::WouldBlock => {

@@ -12,5 +12,7 @@ pub mod opts;
 pub mod packet;
 #[path = "../../nifsock/src/scratch.rs"]
 pub mod scratch;
+#[path = "../../nifsock/src/traffic.rs"]
+pub mod traffic;
 #[path = "../../nifsock/src/unix_path.rs"]
 pub mod unix_path;

@@ -112,22 +112,29 @@ fn info<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
         ),
         (
             atoms::counters().encode(env),
-            rustler::types::map::map_new(env),
+            counter_map(env, sock.s.traffic().snapshot())?,
         ),
     ];
     let (k, v): (Vec<Term>, Vec<Term>) = pairs.into_iter().unzip();
     Term::map_from_term_arrays(env, &k, &v).map_err(|_| rustler::Error::BadArg)
 }
 
-/// Process-wide counters, as a map.
-#[rustler::nif]
-fn stats(env: Env<'_>) -> NifResult<Term<'_>> {
-    let snap = stats::snapshot();
-    let mut keys = Vec::with_capacity(snap.len());
-    let mut vals = Vec::with_capacity(snap.len());
-    for (k, v) in snap {
+/// A map of counters named by atoms.
+fn counter_map<'a, V: Encoder>(
+    env: Env<'a>,
+    counters: impl IntoIterator<Item = (&'static str, V)>,
+) -> NifResult<Term<'a>> {
+    let mut keys = Vec::new();
+    let mut vals = Vec::new();
+    for (k, v) in counters {
         keys.push(rustler::Atom::from_str(env, k)?.encode(env));
         vals.push(v.encode(env));
     }
     Term::map_from_term_arrays(env, &keys, &vals).map_err(|_| rustler::Error::BadArg)
+}
+
+/// Process-wide counters, as a map.
+#[rustler::nif]
+fn stats(env: Env<'_>) -> NifResult<Term<'_>> {
+    counter_map(env, stats::snapshot())
 }

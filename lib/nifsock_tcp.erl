@@ -307,8 +307,13 @@ port(S) ->
 %% `recv_oct', `recv_cnt', `recv_max', `recv_avg', `send_oct', `send_cnt',
 %% `send_max', `send_avg' and `send_pend' (always 0: nifsock keeps no send
 %% queue of its own, a send returns once the kernel has the bytes). They
-%% come from the socket's counters (`nifsock:info/1'); `recv_cnt' and
-%% `send_cnt' count recv and sendmsg/sendfile calls that moved bytes.
+%% come from the socket's counters (`nifsock:info/1'). The byte counts
+%% (`recv_oct', `send_oct') are gen_tcp's; the call counts differ: `recv_cnt'
+%% and `send_cnt' count the recv and sendmsg/sendfile system calls that moved
+%% bytes (and `*_max'/`*_avg' their sizes), where gen_tcp counts packets
+%% delivered and `send/2' calls. With `{packet, N | line}', one read that holds
+%% several packets counts once; a large send that takes several sendmsg
+%% calls counts each.
 -spec getstat(socket()) -> {ok, [{atom(), non_neg_integer()}]} | {error, einval}.
 getstat(S) ->
     getstat(S, [recv_oct, recv_cnt, recv_max, recv_avg,
@@ -316,13 +321,14 @@ getstat(S) ->
 
 %% @doc The named statistics (see {@link getstat/1}). As gen_tcp, a name
 %% without a counter (including inet's `recv_dvi', which nifsock does not
-%% keep) or a closed socket is `{error, einval}'.
+%% keep) or a socket that is closed or closing is `{error, einval}'.
 -spec getstat(socket(), [atom()]) -> {ok, [{atom(), non_neg_integer()}]} | {error, einval}.
 getstat(S, Names) when is_list(Names) ->
+    _ = try length(Names) catch error:badarg -> erlang:error(badarg, [S, Names]) end,
     try nifsock:info(S) of
         #{rstates := States, counters := Counters} ->
             Stats = [{Name, stat(Name, Counters)} || Name <- Names],
-            case lists:member(closed, States) orelse lists:keymember(error, 2, Stats) of
+            case not lists:member(open, States) orelse lists:keymember(error, 2, Stats) of
                 true -> {error, einval};
                 false -> {ok, Stats}
             end

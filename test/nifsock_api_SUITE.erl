@@ -982,7 +982,8 @@ api_info_socket(Config) ->
 
 %% Ensures the per-socket counters of info/1 count bytes, calls and the
 %% largest transfer each way, and accepts on the listener, as socket's do:
-%% two exact reads of 5 and 100 bytes, two sends of the same.
+%% two exact reads of 5 and 100 bytes, two sends of the same. A peek is
+%% counted by socket; nifsock counts bytes once, when they are consumed.
 api_info_counters(Config) ->
     Mod = mod(Config),
     {L, C, A} = pair(Mod),
@@ -996,6 +997,14 @@ api_info_counters(Config) ->
     #{counters := #{write_byte := 105, write_pkg := 2, write_pkg_max := 100,
                     read_byte := 0, read_pkg := 0}} = Mod:info(C),
     #{counters := #{acc_success := 1, read_byte := 0}} = Mod:info(L),
+    ok = Mod:send(C, <<"peek!">>),
+    {ok, <<"pe">>} = Mod:recv(A, 2, [peek], ?T),
+    {ok, <<"peek!">>} = Mod:recv(A, 5, ?T),
+    #{counters := #{read_byte := ReadByte, read_pkg := ReadPkg}} = Mod:info(A),
+    {ReadByte, ReadPkg} = case Mod of
+                              socket -> {112, 4};
+                              nifsock -> {110, 3}
+                          end,
     close_all(Mod, [C, A, L]).
 
 %% Ensures info/0 returns a map of integer counters.

@@ -325,9 +325,18 @@ tcp_getstat(Config) ->
                                              send_pend]],
     {ok, [{send_oct, 3}, {recv_oct, 105}]} = getstat(M, S, [send_oct, recv_oct]),
     {error, einval} = getstat(M, S, [recv_oct, no_such_stat]),
+    %% an improper list raises (gen_tcp: function_clause; nifsock_tcp: badarg)
+    {'EXIT', {Improper, _}} = catch getstat(M, S, [recv_oct | send_oct]),
+    true = M =:= gen_tcp orelse Improper =:= badarg,
     ok = M:close(S),
     {error, einval} = getstat(M, S),
-    gen_tcp:close(Peer).
+    gen_tcp:close(Peer),
+    %% an active socket, whose readiness is still being watched, once closed
+    {Peer2, S2} = raw_pair(Config, [binary, {active, true}]),
+    {ok, _} = getstat(M, S2),
+    ok = M:close(S2),
+    {error, einval} = getstat(M, S2),
+    gen_tcp:close(Peer2).
 
 getstat(gen_tcp, S) -> inet:getstat(S);
 getstat(M, S) -> M:getstat(S).

@@ -106,8 +106,9 @@ defmodule Nifsock.TCP do
   defdelegate port(socket), to: :nifsock_tcp
 
   @doc """
-  The socket's statistics under inet's names, as `:inet.getstat/1`
-  (`recv_oct`, `recv_cnt`, `send_oct`, `send_pend`, ...).
+  The socket's statistics under inet's names, shaped as `:inet.getstat/1`
+  (`recv_oct`, `recv_cnt`, `send_oct`, `send_pend`, ...). Byte counts are
+  gen_tcp's; `recv_cnt`/`send_cnt` count system calls (see `:nifsock_tcp.getstat/1`).
   """
   @spec getstat(socket()) :: {:ok, [{atom(), non_neg_integer()}]} | {:error, :einval}
   defdelegate getstat(socket), to: :nifsock_tcp

@@ -91,7 +91,6 @@ pub fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> Ni
         };
         match r {
             Ok(fd) => {
-                l.s.count_accept();
                 tracing::trace!(fd, op = "accept");
                 lifecycle::done(env, l.obj, Dir::Read, &caller);
                 // Linux copies SO_LINGER to the accepted socket: inherit our record of
@@ -100,7 +99,11 @@ pub fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> Ni
                     active: Active::Off,
                     ..l.s.lock().tcp
                 };
-                return args::value(env, wrap(env, fd, l.s.family, l.s.close_may_block(), tcp));
+                let accepted = wrap(env, fd, l.s.family, l.s.close_may_block(), tcp);
+                if accepted.is_ok() {
+                    l.s.count_accept();
+                }
+                return args::value(env, accepted);
             }
             Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
                 stats::ACCEPTS_EAGAIN.incr();

@@ -37,8 +37,10 @@ pub fn recv<R>(
     let r = scratch::with(want, |buf| match syscall::recv(fd, buf, flags) {
         Ok(0) if want > 0 => ScratchRead::Eof,
         Ok(n) => {
-            if n > 0 {
+            if flags & libc::MSG_PEEK == 0 {
                 s.count_read(n);
+            } else {
+                s.count_peek();
             }
             ScratchRead::Bytes(keep(buf.get(..n).unwrap_or(&[])), n)
         }

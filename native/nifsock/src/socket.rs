@@ -266,6 +266,12 @@ impl Socket {
         self.traffic.read(n);
     }
 
+    /// A recv with MSG_PEEK: a syscall, but no bytes consumed (they are
+    /// counted when read).
+    pub fn count_peek(&self) {
+        stats::READS.incr();
+    }
+
     /// A sendmsg or sendfile that wrote `n` bytes.
     pub fn count_write(&self, n: usize) {
         stats::WRITES.incr();

@@ -3,11 +3,13 @@
 %%%   nifsock_fuzz_prop   - every exported function of nifsock and nifsock_nif
 %%%                         with random terms, in a peer node;
 %%%   nifsock_statem_prop - proper_statem model of stream sockets, run over
-%%%                         nifsock, over OTP socket, and both side by side.
+%%%                         nifsock, over OTP socket, and both side by side;
+%%%   nifsock_framing_prop - packets cut anywhere by the sender arrive whole
+%%%                         through nifsock_tcp's framing (and gen_tcp's).
 %%%
 %%% Short versions run in `rebar3 ct' (300 fuzz cases per function, 300
-%%% statem sequences); NIFSOCK_STRESS=1 runs the long ones (20,000 fuzz cases
-%%% per function, 5,000 sequences):
+%%% statem sequences, 300 framing streams); NIFSOCK_STRESS=1 runs the long
+%%% ones (20,000 fuzz cases per function, 5,000 sequences, 5,000 streams):
 %%%
 %%%   NIFSOCK_STRESS=1 rebar3 ct --suite test/nifsock_prop_SUITE
 -module(nifsock_prop_SUITE).
@@ -18,7 +20,8 @@
          init_per_testcase/2, end_per_testcase/2]).
 -export([prop_fuzz_nifsock/1, prop_fuzz_nifsock_nif/1,
          prop_statem_nifsock_model/1, prop_statem_socket_model/1,
-         prop_statem_parity_with_socket/1]).
+         prop_statem_parity_with_socket/1,
+         prop_framing_nifsock_tcp/1, prop_framing_gen_tcp/1]).
 
 suite() -> [{timetrap, {minutes, 10}}].
 
@@ -27,7 +30,9 @@ all() ->
      prop_fuzz_nifsock_nif,
      prop_statem_nifsock_model,
      prop_statem_socket_model,
-     prop_statem_parity_with_socket].
+     prop_statem_parity_with_socket,
+     prop_framing_nifsock_tcp,
+     prop_framing_gen_tcp].
 
 init_per_suite(Config) ->
     {module, nifsock_nif} = code:ensure_loaded(nifsock_nif),
@@ -73,6 +78,17 @@ prop_statem_socket_model(Config) ->
 %% document) (300 sequences; long: 5,000).
 prop_statem_parity_with_socket(Config) ->
     check(nifsock_statem_prop:prop_parity(), n(300, 5000), Config).
+
+%% @doc Streams of packets for {packet, 1 | 2 | 4 | line}, cut by the sender
+%% at random points with random pauses, arrive through nifsock_tcp as exactly
+%% those packets and then end of stream, in passive, {active, true}, {active,
+%% once} and {active, N} modes (300 streams; long: 5,000).
+prop_framing_nifsock_tcp(Config) ->
+    check(nifsock_framing_prop:prop_framing(nifsock_tcp), n(300, 5000), Config).
+
+%% @doc The same property over gen_tcp: the model is inet's own behaviour.
+prop_framing_gen_tcp(Config) ->
+    check(nifsock_framing_prop:prop_framing(gen_tcp), n(300, 5000), Config).
 
 %%--------------------------------------------------------------------
 

@@ -311,7 +311,8 @@ api_recv_default_arities(Config) ->
     close_all(Mod, [C, A, L]).
 
 %% Ensures recv with timeout 0 never waits: {error, timeout} when nothing is
-%% pending, the pending bytes otherwise.
+%% pending, the pending bytes otherwise (an exact length gets them even when
+%% fewer than asked for).
 api_recv_timeout_zero(Config) ->
     Mod = mod(Config),
     {L, C, A} = pair(Mod),
@@ -321,6 +322,11 @@ api_recv_timeout_zero(Config) ->
     {ok, <<"ping">>} = poll(fun() -> Mod:recv(C, 0, 0) end,
                             fun({error, timeout}) -> false; (_) -> true end),
     {error, timeout} = Mod:recv(C, 0, 0),
+    %% an exact length with timeout 0 returns what is there, short or not
+    ok = Mod:send(A, <<"abc">>),
+    {ok, <<"abc">>} = poll(fun() -> Mod:recv(C, 10, 0) end,
+                           fun({error, timeout}) -> false; (_) -> true end),
+    {error, timeout} = Mod:recv(C, 10, 0),
     close_all(Mod, [C, A, L]).
 
 %% Ensures recv with an N ms timeout gives {error, timeout} when nothing

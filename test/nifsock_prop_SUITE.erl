@@ -5,7 +5,10 @@
 %%%   nifsock_statem_prop - proper_statem model of stream sockets, run over
 %%%                         nifsock, over OTP socket, and both side by side;
 %%%   nifsock_framing_prop - packets cut anywhere by the sender arrive whole
-%%%                         through nifsock_tcp's framing (and gen_tcp's).
+%%%                         through nifsock_tcp's framing (and gen_tcp's);
+%%%   nifsock_stream_prop  - random recv sequences (exact lengths, timeouts,
+%%%                         peeks) over a stream cut anywhere give back exactly
+%%%                         the stream, over nifsock (and socket).
 %%%
 %%% Short versions run in `rebar3 ct' (300 fuzz cases per function, 300
 %%% statem sequences, 300 framing streams); NIFSOCK_STRESS=1 runs the long
@@ -21,7 +24,8 @@
 -export([prop_fuzz_nifsock/1, prop_fuzz_nifsock_nif/1,
          prop_statem_nifsock_model/1, prop_statem_socket_model/1,
          prop_statem_parity_with_socket/1,
-         prop_framing_nifsock_tcp/1, prop_framing_gen_tcp/1]).
+         prop_framing_nifsock_tcp/1, prop_framing_gen_tcp/1,
+         prop_stream_nifsock/1, prop_stream_socket/1]).
 
 suite() -> [{timetrap, {minutes, 10}}].
 
@@ -32,7 +36,9 @@ all() ->
      prop_statem_socket_model,
      prop_statem_parity_with_socket,
      prop_framing_nifsock_tcp,
-     prop_framing_gen_tcp].
+     prop_framing_gen_tcp,
+     prop_stream_nifsock,
+     prop_stream_socket].
 
 init_per_suite(Config) ->
     {module, nifsock_nif} = code:ensure_loaded(nifsock_nif),
@@ -89,6 +95,17 @@ prop_framing_nifsock_tcp(Config) ->
 %% @doc The same property over gen_tcp: the model is inet's own behaviour.
 prop_framing_gen_tcp(Config) ->
     check(nifsock_framing_prop:prop_framing(gen_tcp), n(300, 5000), Config).
+
+%% @doc A random byte stream, cut anywhere by the sender, read through random
+%% recv calls (length 0 or 1 byte to 100 KB, timeouts 0, 1-3 ms or 5 s, some
+%% peeks): the ok results and the partial data of timed-out or closed exact
+%% reads are exactly the stream, then end of stream (300 streams; long: 3,000).
+prop_stream_nifsock(Config) ->
+    check(nifsock_stream_prop:prop_stream(nifsock), n(300, 3000), Config).
+
+%% @doc The same property over OTP socket: the model is socket's behaviour.
+prop_stream_socket(Config) ->
+    check(nifsock_stream_prop:prop_stream(socket), n(300, 3000), Config).
 
 %%--------------------------------------------------------------------
 

@@ -289,7 +289,12 @@ pub fn recv<'a>(
     match mode {
         Mode::Zero => {
             lifecycle::done(env, sock.obj, Dir::Read, &caller);
-            args::error_with(env, Error::Timeout, partial_term(env, partial))
+            // As socket: timeout 0 returns what is there, even short of the
+            // length asked for.
+            match partial_term(env, partial) {
+                Some(t) => Ok((atoms::ok(), t).encode(env)),
+                None => args::error(env, Error::Timeout),
+            }
         }
         Mode::Nowait => {
             if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, &caller, handle) {

@@ -42,7 +42,7 @@ mode_name(M) -> M.
 
 scenario() ->
     ?LET(Packet, elements([1, 2, 4, line]),
-         {Packet, mode(), list(payload(Packet)), cuts()}).
+         {Packet, mode(), list(payload(Packet)), nifsock_cut_sender:cuts()}).
 
 mode() ->
     oneof([passive, true, once, {n, choose(1, 4)}]).
@@ -64,18 +64,7 @@ line_byte() ->
 %% pattern, so generating them stays cheap.
 sized_binary(Max) ->
     ?LET({Len, Pattern}, {choose(0, Max), binary(16)},
-         fill(Len, Pattern)).
-
-fill(Len, <<>>) -> binary:copy(<<7>>, Len);
-fill(Len, Pattern) ->
-    Whole = binary:copy(Pattern, Len div byte_size(Pattern) + 1),
-    binary:part(Whole, 0, Len).
-
-%% Where the sender cuts the stream: chunk sizes (the rest goes last) and
-%% whether it pauses 1 ms after the chunk, so the reader catches up mid-packet.
-cuts() ->
-    list({frequency([{4, choose(1, 8)}, {2, choose(9, 600)}, {1, choose(601, 100000)}]),
-          frequency([{3, false}, {1, true}])}).
+         nifsock_cut_sender:fill(Len, Pattern)).
 
 %%% ------------------------------------------------------------------
 %%% One run
@@ -84,25 +73,17 @@ run(Mod, Packet, Mode, Payloads, Cuts) ->
     {ok, L} = Mod:listen(0, [binary, {packet, Packet}, {active, false},
                              {ip, {127, 0, 0, 1}}]),
     {ok, Port} = port(Mod, L),
-    {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, Port,
-                                 [binary, {packet, raw}, {active, false}, {nodelay, true}], ?T),
+    Stream = iolist_to_binary([encode(Packet, P) || P <- Payloads]),
+    {_Peer, Go} = nifsock_cut_sender:start(Port, Stream, Cuts),
     {ok, S} = Mod:accept(L, ?T),
     ok = Mod:close(L),
-    Stream = iolist_to_binary([encode(Packet, P) || P <- Payloads]),
-    Sender = spawn_link(fun() ->
-                                receive go -> ok end,
-                                send_chunks(Peer, Stream, Cuts),
-                                ok = gen_tcp:close(Peer)
-                        end),
-    ok = gen_tcp:controlling_process(Peer, Sender),
-    Sender ! go,
+    Sender = Go(),
     Result = try
                  ok = start(Mod, S, Mode),
                  collect(Mod, S, Mode, length(Payloads), [])
              after
                  _ = Mod:close(S),
-                 unlink(Sender),
-                 exit(Sender, kill),
+                 ok = nifsock_cut_sender:stop(Sender),
                  flush(S)
              end,
     Result.
@@ -115,16 +96,6 @@ setopts(Mod, S, Opts) -> Mod:setopts(S, Opts).
 
 encode(line, Payload) -> Payload;
 encode(N, Payload) -> <<(byte_size(Payload)):(N * 8), Payload/binary>>.
-
-send_chunks(Peer, Stream, []) ->
-    ok = gen_tcp:send(Peer, Stream);
-send_chunks(Peer, Stream, [{Size, Pause} | Cuts]) when Size < byte_size(Stream) ->
-    <<Chunk:Size/binary, Rest/binary>> = Stream,
-    ok = gen_tcp:send(Peer, Chunk),
-    Pause andalso timer:sleep(1),
-    send_chunks(Peer, Rest, Cuts);
-send_chunks(Peer, Stream, [_ | _]) ->
-    send_chunks(Peer, Stream, []).
 
 start(_Mod, _S, passive) -> ok;
 start(Mod, S, {n, N}) -> setopts(Mod, S, [{active, N}]);

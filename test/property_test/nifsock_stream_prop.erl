@@ -22,7 +22,7 @@
 %% @doc Reading through `Mod' (socket or nifsock) loses, invents and
 %% reorders no byte.
 prop_stream(Mod) ->
-    ?FORALL({Stream, Cuts, Reads}, {stream(), cuts(), reads()},
+    ?FORALL({Stream, Cuts, Reads}, {stream(), nifsock_cut_sender:cuts(), reads()},
             begin
                 Result = bounded(fun() -> run(Mod, Stream, Cuts, Reads) end),
                 ?WHENFAIL(io:format("~p: stream of ~p bytes, cuts ~w, reads ~w~ngot ~P~n",
@@ -64,18 +64,8 @@ part() ->
     ?LET({Len, Pattern, Tag}, {frequency([{6, choose(1, 300)}, {2, choose(301, 5000)},
                                           {1, choose(5001, 100000)}]),
                                binary(7), choose(0, 255)},
-         fill(Len, <<Tag, Pattern/binary>>)).
+         nifsock_cut_sender:fill(Len, <<Tag, Pattern/binary>>)).
 
-fill(Len, Pattern) ->
-    Whole = binary:copy(Pattern, Len div byte_size(Pattern) + 1),
-    binary:part(Whole, 0, Len).
-
-cuts() ->
-    list({frequency([{4, choose(1, 8)}, {2, choose(9, 600)}, {1, choose(601, 100000)}]),
-          frequency([{3, false}, {1, true}])}).
-
-%% The reads, used in a cycle until the stream is consumed. A peek asks for
-%% whatever is there (length 0).
 %% A cycle of peeks alone would never consume: one plain recv closes it.
 reads() ->
     ?LET(N, choose(1, 8),
@@ -109,34 +99,16 @@ run(Mod, Stream, Cuts, Reads) ->
     ok = Mod:bind(L, #{family => inet, addr => loopback, port => 0}),
     ok = Mod:listen(L),
     {ok, #{port := Port}} = Mod:sockname(L),
-    {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, Port,
-                                 [binary, {packet, raw}, {active, false}, {nodelay, true}], ?T),
+    {_Peer, Go} = nifsock_cut_sender:start(Port, Stream, Cuts),
     {ok, S} = Mod:accept(L, ?T),
     ok = Mod:close(L),
-    Sender = spawn_link(fun() ->
-                                receive go -> ok end,
-                                send_chunks(Peer, Stream, Cuts),
-                                ok = gen_tcp:close(Peer)
-                        end),
-    ok = gen_tcp:controlling_process(Peer, Sender),
-    Sender ! go,
+    Sender = Go(),
     try
         consume(Mod, S, Stream, Reads, Reads)
     after
         _ = Mod:close(S),
-        unlink(Sender),
-        exit(Sender, kill)
+        ok = nifsock_cut_sender:stop(Sender)
     end.
-
-send_chunks(Peer, Stream, []) ->
-    ok = gen_tcp:send(Peer, Stream);
-send_chunks(Peer, Stream, [{Size, Pause} | Cuts]) when Size < byte_size(Stream) ->
-    <<Chunk:Size/binary, Rest/binary>> = Stream,
-    ok = gen_tcp:send(Peer, Chunk),
-    Pause andalso timer:sleep(1),
-    send_chunks(Peer, Rest, Cuts);
-send_chunks(Peer, Stream, [_ | _]) ->
-    send_chunks(Peer, Stream, []).
 
 %% Reads until `Left' (the unread rest of the stream) is empty, then expects
 %% end of stream.

@@ -989,31 +989,10 @@ send_until_error(Send, K) ->
     end.
 
 strace_start(Strace, OsPid, Out) ->
-    Port = open_port({spawn_executable, Strace},
-                     [{args, ["-f", "-e", "trace=sendmsg,sendto", "-o", Out, "-p", OsPid]},
-                      exit_status, stderr_to_stdout, binary]),
-    wait_attached(Port, 0),
-    Port.
-
-wait_attached(Port, Seen) ->
-    Quiet = case Seen of 0 -> 10000; _ -> 700 end,
-    receive
-        {Port, {data, D}} ->
-            wait_attached(Port, Seen + length(binary:matches(D, <<"attached">>)))
-    after Quiet ->
-            Seen > 0 orelse ct:fail(strace_not_attached),
-            ok
-    end.
+    nifsock_strace:attach(Strace, ["-f", "-e", "trace=sendmsg,sendto", "-o", Out], OsPid).
 
 strace_stop(none) -> ok;
-strace_stop(Port) ->
-    {os_pid, Pid} = erlang:port_info(Port, os_pid),
-    _ = os:cmd("kill -INT " ++ integer_to_list(Pid)),
-    receive {Port, {exit_status, _}} -> ok after 20000 -> ct:fail(strace_stuck) end,
-    flush_port(Port).
-
-flush_port(Port) ->
-    receive {Port, _} -> flush_port(Port) after 0 -> ok end.
+strace_stop(Port) -> nifsock_strace:detach(Port).
 
 %%--------------------------------------------------------------------
 %% Bug pins

@@ -439,33 +439,12 @@ client(Port) ->
 strace_attach(Config, OsPid) ->
     Out = filename:join(?config(priv_dir, Config),
                         "strace-" ++ integer_to_list(erlang:unique_integer([positive])) ++ ".txt"),
-    Port = open_port({spawn_executable, ?config(strace, Config)},
-                     [{args, ["-f", "-c", "-o", Out, "-p", OsPid]}, exit_status,
-                      stderr_to_stdout, binary]),
-    wait_attached(Port, 0),
-    {Port, Out}.
-
-%% strace prints one "attached" line per thread; wait until the lines stop coming.
-wait_attached(Port, Seen) ->
-    Quiet = case Seen of 0 -> 10000; _ -> 700 end,
-    receive
-        {Port, {data, D}} ->
-            wait_attached(Port, Seen + length(binary:matches(D, <<"attached">>)))
-    after Quiet ->
-            Seen > 0 orelse exit(strace_not_attached),
-            ok
-    end.
+    {nifsock_strace:attach(?config(strace, Config), ["-f", "-c", "-o", Out], OsPid), Out}.
 
 strace_detach(Port, Out) ->
-    {os_pid, Pid} = erlang:port_info(Port, os_pid),
-    os:cmd("kill -INT " ++ integer_to_list(Pid)),
-    receive {Port, {exit_status, _}} -> ok after 20000 -> exit(strace_stuck) end,
-    flush_port(Port),
+    ok = nifsock_strace:detach(Port),
     {ok, Bin} = file:read_file(Out),
     parse_strace(Bin).
-
-flush_port(Port) ->
-    receive {Port, _} -> flush_port(Port) after 0 -> ok end.
 
 parse_strace(Bin) ->
     Lines = binary:split(Bin, <<"\n">>, [global]),

@@ -843,17 +843,26 @@ quiet_late(S, DT) ->
 tcp_controlling_process_no_late_messages(Config) ->
     M = mod(Config),
     {DT, _, _, _} = tags(Config),
+    no_late_messages(Config, true, "data messages to a former owner per connection (150 round trips each)",
+                     fun(S) ->
+                             Other = spawn_link(fun() -> pass_back(M, S, DT) end),
+                             pass_loop(M, S, DT, Other, 150, 0)
+                     end).
+
+%% Four connections (binary, list, binary, list) opened with {active, Active},
+%% each fed by a paced peer and handed to its own owner process, which runs
+%% Loop(S) and returns how many data messages came late: none may.
+no_late_messages(Config, Active, What, Loop) ->
+    M = mod(Config),
     Self = self(),
     Runs = [begin
-                {Peer, S} = raw_pair(Config, [Mode, {active, true}]),
+                {Peer, S} = raw_pair(Config, [Mode, {active, Active}]),
                 %% Paced: in {active, true} nothing slows a flooding peer down, and
                 %% mailboxes would grow without bound.
                 Writer = spawn_link(fun() -> flood_paced(Peer, 0) end),
                 Owner = spawn_link(fun() ->
-                                           Other = spawn_link(fun() -> pass_back(M, S, DT) end),
                                            receive go -> ok end,
-                                           Late = pass_loop(M, S, DT, Other, 150, 0),
-                                           Self ! {late, self(), Mode, Late}
+                                           Self ! {late, self(), Mode, Loop(S)}
                                    end),
                 ok = M:controlling_process(S, Owner),
                 Owner ! go,
@@ -861,7 +870,7 @@ tcp_controlling_process_no_late_messages(Config) ->
             end || Mode <- [binary, list, binary, list]],
     Late = [receive {late, O, Mode, N} -> {Mode, N} after 60000 -> ct:fail(owner_stuck) end
             || {Mode, _, _, _, O} <- Runs],
-    ct:log("data messages to a former owner per connection (150 round trips each): ~p", [Late]),
+    ct:log(What ++ ": ~p", [Late]),
     [begin unlink(W), M:close(S), gen_tcp:close(P) end || {_, P, S, W, _} <- Runs],
     [] = [ML || {_, N} = ML <- Late, N > 0].
 
@@ -1062,23 +1071,8 @@ toggle_loop(Config, M, S, DT, Total, Parts, Late, Toggles) ->
 tcp_active_false_no_late_messages(Config) ->
     M = mod(Config),
     {DT, _, _, _} = tags(Config),
-    Self = self(),
-    Runs = [begin
-                {Peer, S} = raw_pair(Config, [Mode, {active, false}]),
-                Writer = spawn_link(fun() -> flood_paced(Peer, 0) end),
-                Owner = spawn_link(fun() ->
-                                           receive go -> ok end,
-                                           Self ! {late, self(), Mode, late_loop(Config, M, S, DT, 150, 0)}
-                                   end),
-                ok = M:controlling_process(S, Owner),
-                Owner ! go,
-                {Mode, Peer, S, Writer, Owner}
-            end || Mode <- [binary, list, binary, list]],
-    Late = [receive {late, O, Mode, N} -> {Mode, N} after 60000 -> ct:fail(owner_stuck) end
-            || {Mode, _, _, _, O} <- Runs],
-    ct:log("late data messages per connection (150 flips each): ~p", [Late]),
-    [begin unlink(W), M:close(S), gen_tcp:close(P) end || {_, P, S, W, _} <- Runs],
-    [] = [ML || {_, N} = ML <- Late, N > 0].
+    no_late_messages(Config, false, "late data messages per connection (150 flips each)",
+                     fun(S) -> late_loop(Config, M, S, DT, 150, 0) end).
 
 late_loop(_Config, _M, _S, _DT, 0, Late) ->
     Late;

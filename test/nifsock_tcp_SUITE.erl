@@ -1004,7 +1004,7 @@ tcp_setopts_invalid(Config) ->
     M = mod(Config),
     {Peer, S} = raw_pair(Config, [binary, {active, false}]),
     {error, einval} = setopts(Config, S, [{packet, 3}]),
-    {error, einval} = setopts(Config, S, [{active, maybe}]),
+    {error, einval} = setopts(Config, S, [{active, 'maybe'}]),
     {error, einval} = setopts(Config, S, [{no_such_option, 1}]),
     {error, einval} = setopts(Config, S, [{mode, text}]),
     {ok, [{active, false}, {packet, P}, {mode, binary}]} = getopts(Config, S, [active, packet, mode]),

@@ -66,7 +66,8 @@
          api_info_global/1,
          api_send_iolist/1,
          api_send_partial_timeout/1,
-         api_send_partial_nowait/1, api_sendfile/1]).
+         api_send_partial_nowait/1, api_sendfile/1,
+         api_recv_nowait_after_short_read/1]).
 
 -define(T, 5000).          % bound for anything that should happen "now"
 -define(BIG, (4 * 1024 * 1024)).
@@ -126,7 +127,8 @@ cases() ->
      api_info_global,
      api_send_iolist,
      api_send_partial_timeout,
-     api_send_partial_nowait, api_sendfile].
+     api_send_partial_nowait, api_sendfile,
+     api_recv_nowait_after_short_read].
 
 init_per_suite(Config) ->
     Mod = case proplists:get_value(mod, Config) of
@@ -1113,6 +1115,29 @@ api_send_partial_nowait(Config) ->
     Got = reader_result(Reader),
     Got = Flat,
     close_all(Mod, [C, A, L]).
+
+%% Ensures a nowait recv (of what is there, and of an exact length) returns
+%% data that arrived after a short read emptied the socket, not a select.
+api_recv_nowait_after_short_read(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    ok = Mod:send(A, <<"abc">>),
+    {ok, <<"abc">>} = Mod:recv(C, 0, ?T),   % fewer bytes than a full read: the queue is empty
+    ok = Mod:send(A, <<"def">>),
+    wait_pending(Mod, C, 3),
+    {ok, <<"def">>} = Mod:recv(C, 0, nowait),
+    ok = Mod:send(A, <<"gh">>),
+    {ok, <<"gh">>} = Mod:recv(C, 0, ?T),
+    ok = Mod:send(A, <<"ijkl">>),
+    wait_pending(Mod, C, 4),
+    {ok, <<"ijkl">>} = Mod:recv(C, 4, nowait),
+    assert_no_msg(Mod, C, 0),
+    close_all(Mod, [C, A, L]).
+
+%% Waits (bounded) until N bytes are readable on S, without reading them.
+wait_pending(Mod, S, N) ->
+    poll(fun() -> Mod:recv(S, 0, [peek], ?T) end,
+         fun({ok, B}) -> byte_size(B) >= N end).
 
 %%--------------------------------------------------------------------
 %% Helpers

@@ -66,7 +66,8 @@
          info_global/1,
          send_iolist/1,
          send_partial_timeout/1,
-         send_partial_nowait/1, sendfile/1]).
+         send_partial_nowait/1, sendfile/1,
+         recv_nowait_after_short_read/1]).
 
 
 suite() -> [{timetrap, {seconds, 60}}].
@@ -124,7 +125,8 @@ cases() ->
      info_global,
      send_iolist,
      send_partial_timeout,
-     send_partial_nowait, sendfile].
+     send_partial_nowait, sendfile,
+     recv_nowait_after_short_read].
 
 init_per_suite(Config) -> Config.
 
@@ -341,3 +343,7 @@ send_partial_timeout(Config) -> run(api_send_partial_timeout, Config).
 %% the select info delivers exactly the flattened bytes in order.
 send_partial_nowait(Config) -> run(api_send_partial_nowait, Config).
 sendfile(Config) -> run(api_sendfile, Config).
+
+%% Ensures a nowait recv (of what is there, and of an exact length) returns
+%% data that arrived after a short read emptied the socket, not a select.
+recv_nowait_after_short_read(Config) -> run(api_recv_nowait_after_short_read, Config).

@@ -287,8 +287,10 @@ send(S, Data, Timeout) ->
     send(S, Data, [], Timeout).
 
 %% @doc Sends iodata with one sendmsg over its binaries (no flattening copy).
-%% A partial send returns the rest as iodata: `{select, {SelectInfo, Rest}}'
-%% with `nowait', `{error, {timeout, Rest}}' when the time runs out.
+%% A partial send returns the rest: `{select, {SelectInfo, Rest}}' with
+%% `nowait', `{error, {timeout, Rest}}' when the time runs out. `Rest' is a
+%% binary (a sub-binary) when one binary is left, as when `Data' is one
+%% binary; otherwise the list of the unsent binaries, never flattened.
 -spec send(socket(), iodata(), list() | select_info(), timeout_spec()) ->
           ok | {ok, iodata()} | {select, select_info() | {select_info(), iodata()}} |
           {error, reason() | {reason(), iodata()}}.
@@ -300,13 +302,13 @@ send(?SOCK(_) = S, Data, Flags, Timeout) when is_list(Flags) ->
         zero ->
             case nifsock_nif:send(S, IOV, Flags, undefined, zero) of
                 {more, 0} -> {error, timeout};
-                {more, N} -> {error, {timeout, rest(IOV, N)}};
+                {more, N} -> {error, {timeout, unwrap(rest(IOV, N))}};
                 Result -> send_result(Result, IOV)
             end;
         {handle, H} ->
             case nifsock_nif:send(S, IOV, Flags, H, nowait) of
                 {select, 0} -> {select, ?SELECT_INFO({send, []}, H)};
-                {select, N} -> {select, {?SELECT_INFO({send, []}, H), rest(IOV, N)}};
+                {select, N} -> {select, {?SELECT_INFO({send, []}, H), unwrap(rest(IOV, N))}};
                 Result -> send_result(Result, IOV)
             end;
         Deadline ->
@@ -355,6 +357,7 @@ rest([B | T], N) when N > 0 ->
 rest(IOV, _) ->
     IOV.
 
+%% The rest of a partial send as the caller gets it: one binary as a binary.
 unwrap([B]) -> B;
 unwrap(IOV) -> IOV.
 

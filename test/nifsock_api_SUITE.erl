@@ -67,7 +67,8 @@
          api_send_iolist/1,
          api_send_partial_timeout/1,
          api_send_partial_nowait/1, api_sendfile/1,
-         api_recv_nowait_after_short_read/1]).
+         api_recv_nowait_after_short_read/1,
+         api_send_partial_binary_rest/1]).
 
 -define(T, 5000).          % bound for anything that should happen "now"
 -define(BIG, (4 * 1024 * 1024)).
@@ -128,7 +129,8 @@ cases() ->
      api_send_iolist,
      api_send_partial_timeout,
      api_send_partial_nowait, api_sendfile,
-     api_recv_nowait_after_short_read].
+     api_recv_nowait_after_short_read,
+     api_send_partial_binary_rest].
 
 init_per_suite(Config) ->
     Mod = case proplists:get_value(mod, Config) of
@@ -1138,6 +1140,28 @@ api_recv_nowait_after_short_read(Config) ->
 wait_pending(Mod, S, N) ->
     poll(fun() -> Mod:recv(S, 0, [peek], ?T) end,
          fun({ok, B}) -> byte_size(B) >= N end).
+
+%% Ensures the unsent rest of a partial send of one binary is a binary (a
+%% sub-binary for nifsock), as socket gives it: with nowait ({select,
+%% {SelectInfo, Rest}}), timeout 0 and N ms ({error, {timeout, Rest}}).
+api_send_partial_binary_rest(Config) ->
+    Mod = mod(Config),
+    Bin = rand:bytes(?BIG),
+    Sends = [{nowait, fun(C) ->
+                              {select, {{select_info, Tag, _}, Rest}} = Mod:send(C, Bin, nowait),
+                              true = is_send_tag(Tag),
+                              Rest
+                      end},
+             {zero, fun(C) -> {error, {timeout, Rest}} = Mod:send(C, Bin, 0), Rest end},
+             {ms, fun(C) -> {error, {timeout, Rest}} = Mod:send(C, Bin, 100), Rest end}],
+    [begin
+         {L, C, A} = small_buf_pair(Mod),
+         Rest = Send(C),
+         {Name, true} = {Name, is_binary(Rest)},
+         check_tail(Mod, Rest, Bin),
+         close_all(Mod, [C, A, L])
+     end || {Name, Send} <- Sends],
+    ok.
 
 %%--------------------------------------------------------------------
 %% Helpers

@@ -67,7 +67,8 @@
          send_iolist/1,
          send_partial_timeout/1,
          send_partial_nowait/1, sendfile/1,
-         recv_nowait_after_short_read/1]).
+         recv_nowait_after_short_read/1,
+         send_partial_binary_rest/1]).
 
 
 suite() -> [{timetrap, {seconds, 60}}].
@@ -126,7 +127,8 @@ cases() ->
      send_iolist,
      send_partial_timeout,
      send_partial_nowait, sendfile,
-     recv_nowait_after_short_read].
+     recv_nowait_after_short_read,
+     send_partial_binary_rest].
 
 init_per_suite(Config) -> Config.
 
@@ -347,3 +349,7 @@ sendfile(Config) -> run(api_sendfile, Config).
 %% Ensures a nowait recv (of what is there, and of an exact length) returns
 %% data that arrived after a short read emptied the socket, not a select.
 recv_nowait_after_short_read(Config) -> run(api_recv_nowait_after_short_read, Config).
+
+%% Ensures the unsent rest of a partial send of one binary is a binary, with
+%% nowait, timeout 0 and N ms.
+send_partial_binary_rest(Config) -> run(api_send_partial_binary_rest, Config).

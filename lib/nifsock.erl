@@ -87,8 +87,18 @@ open(Domain, Type, Protocol, Opts)
 open(Domain, Type, Protocol, Opts) ->
     erlang:error(badarg, [Domain, Type, Protocol, Opts]).
 
-%% @doc Binds to a sockaddr map, or `any' / `loopback' (port 0).
+%% @doc Binds to a sockaddr map, or `any' / `loopback' / `broadcast' (port
+%% 0; a local socket gets `{error, eafnosupport}' for these, as from socket).
 -spec bind(socket(), socket:sockaddr() | any | loopback | broadcast) -> ok | {error, reason()}.
+bind(?SOCK(_) = S, broadcast) ->
+    case nifsock_nif:bind(S, broadcast) of
+        %% only an inet6 socket has no broadcast address; socket names the
+        %% sockaddr it tried
+        {error, {invalid, sockaddr}} ->
+            {error, {invalid, {sockaddr, #{family => inet6, addr => broadcast}}}};
+        Result ->
+            Result
+    end;
 bind(?SOCK(_) = S, Addr) when is_map(Addr); is_atom(Addr) ->
     sockaddr_error(nifsock_nif:bind(S, Addr), Addr);
 bind(S, Addr) ->

@@ -68,7 +68,9 @@
          api_send_partial_timeout/1,
          api_send_partial_nowait/1, api_sendfile/1,
          api_recv_nowait_after_short_read/1,
-         api_send_partial_binary_rest/1]).
+         api_send_partial_binary_rest/1,
+         api_bind_local_ip_names/1,
+         api_open_local_tcp/1]).
 
 -define(T, 5000).          % bound for anything that should happen "now"
 -define(BIG, (4 * 1024 * 1024)).
@@ -130,7 +132,9 @@ cases() ->
      api_send_partial_timeout,
      api_send_partial_nowait, api_sendfile,
      api_recv_nowait_after_short_read,
-     api_send_partial_binary_rest].
+     api_send_partial_binary_rest,
+     api_bind_local_ip_names,
+     api_open_local_tcp].
 
 init_per_suite(Config) ->
     Mod = case proplists:get_value(mod, Config) of
@@ -1161,6 +1165,35 @@ api_send_partial_binary_rest(Config) ->
          check_tail(Mod, Rest, Bin),
          close_all(Mod, [C, A, L])
      end || {Name, Send} <- Sends],
+    ok.
+
+%% Ensures bind(LocalSocket, any | loopback | broadcast) is {error,
+%% eafnosupport}, and bind(Inet6Socket, broadcast) names the sockaddr, as
+%% socket does.
+api_bind_local_ip_names(Config) ->
+    Mod = mod(Config),
+    {ok, U} = Mod:open(local, stream),
+    [{Name, {error, eafnosupport}} = {Name, Mod:bind(U, Name)}
+     || Name <- [any, loopback, broadcast]],
+    {error, {invalid, {sockaddr, bad}}} = Mod:bind(U, bad),
+    ok = Mod:close(U),
+    case ipv6_ok(Mod) of
+        true ->
+            {ok, S6} = Mod:open(inet6, stream, tcp),
+            {error, {invalid, {sockaddr, #{family := inet6, addr := broadcast}}}} =
+                Mod:bind(S6, broadcast),
+            ok = Mod:close(S6);
+        false ->
+            ok
+    end.
+
+%% Ensures open(local, stream, tcp) (/3 and /4) is {error, eprotonosupport},
+%% as the kernel answers socket.
+api_open_local_tcp(Config) ->
+    Mod = mod(Config),
+    {error, eprotonosupport} = Mod:open(local, stream, tcp),
+    {error, eprotonosupport} = Mod:open(local, stream, tcp, #{}),
+    {error, eprotonosupport} = Mod:open(local, stream, 6),
     ok.
 
 %%--------------------------------------------------------------------

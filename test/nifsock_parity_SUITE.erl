@@ -68,7 +68,9 @@
          send_partial_timeout/1,
          send_partial_nowait/1, sendfile/1,
          recv_nowait_after_short_read/1,
-         send_partial_binary_rest/1]).
+         send_partial_binary_rest/1,
+         bind_local_ip_names/1,
+         open_local_tcp/1]).
 
 
 suite() -> [{timetrap, {seconds, 60}}].
@@ -128,7 +130,9 @@ cases() ->
      send_partial_timeout,
      send_partial_nowait, sendfile,
      recv_nowait_after_short_read,
-     send_partial_binary_rest].
+     send_partial_binary_rest,
+     bind_local_ip_names,
+     open_local_tcp].
 
 init_per_suite(Config) -> Config.
 
@@ -353,3 +357,10 @@ recv_nowait_after_short_read(Config) -> run(api_recv_nowait_after_short_read, Co
 %% Ensures the unsent rest of a partial send of one binary is a binary, with
 %% nowait, timeout 0 and N ms.
 send_partial_binary_rest(Config) -> run(api_send_partial_binary_rest, Config).
+
+%% Ensures bind(LocalSocket, any | loopback | broadcast) is {error,
+%% eafnosupport}, and bind(Inet6Socket, broadcast) names the sockaddr.
+bind_local_ip_names(Config) -> run(api_bind_local_ip_names, Config).
+
+%% Ensures open(local, stream, tcp) is {error, eprotonosupport}.
+open_local_tcp(Config) -> run(api_open_local_tcp, Config).

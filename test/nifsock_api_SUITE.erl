@@ -70,7 +70,8 @@
          api_recv_nowait_after_short_read/1,
          api_send_partial_binary_rest/1,
          api_bind_local_ip_names/1,
-         api_open_local_tcp/1]).
+         api_open_local_tcp/1,
+         api_tos_names/1]).
 
 -define(T, 5000).          % bound for anything that should happen "now"
 -define(BIG, (4 * 1024 * 1024)).
@@ -134,7 +135,8 @@ cases() ->
      api_recv_nowait_after_short_read,
      api_send_partial_binary_rest,
      api_bind_local_ip_names,
-     api_open_local_tcp].
+     api_open_local_tcp,
+     api_tos_names].
 
 init_per_suite(Config) ->
     Mod = case proplists:get_value(mod, Config) of
@@ -1195,6 +1197,25 @@ api_open_local_tcp(Config) ->
     {error, eprotonosupport} = Mod:open(local, stream, tcp, #{}),
     {error, eprotonosupport} = Mod:open(local, stream, 6),
     ok.
+
+%% Ensures {ip, tos} takes the atoms lowdelay, throughput, reliability and
+%% mincost or an integer, and getopt names the values that have an atom.
+api_tos_names(Config) ->
+    Mod = mod(Config),
+    {ok, S} = Mod:open(inet, stream, tcp),
+    [begin
+         ok = Mod:setopt(S, {ip, tos}, Set),
+         {Set, {ok, Get}} = {Set, Mod:getopt(S, {ip, tos})}
+     end || {Set, Get} <- [{lowdelay, lowdelay}, {throughput, throughput},
+                           {reliability, reliability}, {16#10, lowdelay},
+                           {16#08, throughput}, {16#04, reliability},
+                           {16#20, 16#20}, {0, 0}]],
+    %% Linux keeps the two ECN bits of a TCP socket's TOS to itself: mincost
+    %% (2) reads back as 0
+    ok = Mod:setopt(S, {ip, tos}, mincost),
+    {ok, 0} = Mod:getopt(S, {ip, tos}),
+    {error, {invalid, {socket_option, {ip, tos}, bad}}} = Mod:setopt(S, {ip, tos}, bad),
+    ok = Mod:close(S).
 
 %%--------------------------------------------------------------------
 %% Helpers

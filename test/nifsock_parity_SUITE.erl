@@ -70,7 +70,8 @@
          recv_nowait_after_short_read/1,
          send_partial_binary_rest/1,
          bind_local_ip_names/1,
-         open_local_tcp/1]).
+         open_local_tcp/1,
+         tos_names/1]).
 
 
 suite() -> [{timetrap, {seconds, 60}}].
@@ -132,7 +133,8 @@ cases() ->
      recv_nowait_after_short_read,
      send_partial_binary_rest,
      bind_local_ip_names,
-     open_local_tcp].
+     open_local_tcp,
+     tos_names].
 
 init_per_suite(Config) -> Config.
 
@@ -364,3 +366,7 @@ bind_local_ip_names(Config) -> run(api_bind_local_ip_names, Config).
 
 %% Ensures open(local, stream, tcp) is {error, eprotonosupport}.
 open_local_tcp(Config) -> run(api_open_local_tcp, Config).
+
+%% Ensures {ip, tos} takes lowdelay, throughput, reliability, mincost or an
+%% integer, and getopt names the values that have an atom.
+tos_names(Config) -> run(api_tos_names, Config).

@@ -494,8 +494,20 @@ shutdown(S, How) ->
 %% raw `{Level :: integer(), Opt :: integer()}' with an integer or binary.
 %% One setsockopt per option (IP_TOS: see README).
 -spec setopt(socket(), level_name(), term()) -> ok | {error, reason()}.
-setopt(?SOCK(_) = S, {otp, controlling_process}, Pid) when is_pid(Pid) ->
-    controlling_process(S, Pid);
+setopt(?SOCK(_) = S, {otp, controlling_process} = Opt, Value) ->
+    %% socket's shapes: a non-owner gets {invalid, not_owner} (whatever the
+    %% value), the owner {invalid, {socket_option, Opt, Value}} for a non-pid.
+    %% controlling_process/2 keeps gen_tcp's {error, not_owner}.
+    Result = case is_pid(Value) of
+                 true -> nifsock_nif:controlling_process(S, Value);
+                 %% moving it to the caller itself is the ownership check
+                 false -> nifsock_nif:controlling_process(S, self())
+             end,
+    case Result of
+        {error, not_owner} -> {error, {invalid, not_owner}};
+        ok when not is_pid(Value) -> {error, {invalid, {socket_option, Opt, Value}}};
+        _ -> Result
+    end;
 setopt(?SOCK(_) = S, {Level, Name} = Opt, Value) ->
     case nifsock_nif:setopt(S, Level, Name, Value) of
         {error, {invalid, option}} -> {error, {invalid, {socket_option, Opt}}};

@@ -71,7 +71,8 @@
          api_send_partial_binary_rest/1,
          api_bind_local_ip_names/1,
          api_open_local_tcp/1,
-         api_tos_names/1]).
+         api_tos_names/1,
+         api_setopt_controlling_process_not_owner/1]).
 
 -define(T, 5000).          % bound for anything that should happen "now"
 -define(BIG, (4 * 1024 * 1024)).
@@ -136,7 +137,8 @@ cases() ->
      api_send_partial_binary_rest,
      api_bind_local_ip_names,
      api_open_local_tcp,
-     api_tos_names].
+     api_tos_names,
+     api_setopt_controlling_process_not_owner].
 
 init_per_suite(Config) ->
     Mod = case proplists:get_value(mod, Config) of
@@ -705,7 +707,7 @@ api_controlling_process(Config) ->
     {L, Addr} = do(O1, fun() -> listener(Mod, inet) end),
     NotOwner = not_owner_error(Mod),
     NotOwner = set_owner(Mod, L, self()),
-    NotOwner = Mod:setopt(L, {otp, controlling_process}, self()),
+    {error, {invalid, not_owner}} = Mod:setopt(L, {otp, controlling_process}, self()),
     {ok, O1} = Mod:getopt(L, {otp, controlling_process}),
     ok = do(O1, fun() -> set_owner(Mod, L, O2) end),
     {ok, O2} = Mod:getopt(L, {otp, controlling_process}),
@@ -1217,6 +1219,26 @@ api_tos_names(Config) ->
     {error, {invalid, {socket_option, {ip, tos}, bad}}} = Mod:setopt(S, {ip, tos}, bad),
     ok = Mod:close(S).
 
+%% Ensures setopt(S, {otp, controlling_process}, V) by a non-owner is {error,
+%% {invalid, not_owner}} whatever V is, and by the owner with a V that isn't a
+%% pid {error, {invalid, {socket_option, Opt, V}}}, as socket says.
+api_setopt_controlling_process_not_owner(Config) ->
+    Mod = mod(Config),
+    Opt = {otp, controlling_process},
+    O = spawn_link(fun server_loop/0),
+    S = do(O, fun() -> {ok, S0} = Mod:open(inet, stream, tcp), S0 end),
+    {error, {invalid, not_owner}} = Mod:setopt(S, Opt, self()),
+    {error, {invalid, not_owner}} = Mod:setopt(S, Opt, O),
+    {error, {invalid, not_owner}} = Mod:setopt(S, Opt, bad),
+    {ok, O} = Mod:getopt(S, Opt),
+    {error, {invalid, {socket_option, Opt, bad}}} = do(O, fun() -> Mod:setopt(S, Opt, bad) end),
+    Self = self(),
+    ok = do(O, fun() -> Mod:setopt(S, Opt, Self) end),
+    {ok, Self} = Mod:getopt(S, Opt),
+    ok = Mod:close(S),
+    unlink(O),
+    kill_and_wait(O).
+
 %%--------------------------------------------------------------------
 %% Helpers
 %%--------------------------------------------------------------------
@@ -1258,10 +1280,8 @@ set_owner(nifsock, S, Pid) -> nifsock:controlling_process(S, Pid);
 set_owner(socket, S, Pid) -> socket:setopt(S, {otp, controlling_process}, Pid).
 
 %% socket has no controlling_process/2; its setopt({otp, controlling_process})
-%% says {error, {invalid, not_owner}}. nifsock:controlling_process/2 follows
-%% gen_tcp: {error, not_owner}.
-%% nifsock:setopt(S, {otp, controlling_process}, Pid) is controlling_process/2,
-%% so it returns {error, not_owner} too.
+%% says {error, {invalid, not_owner}}, and so does nifsock's.
+%% nifsock:controlling_process/2 follows gen_tcp: {error, not_owner}.
 not_owner_error(nifsock) -> {error, not_owner};
 not_owner_error(socket) -> {error, {invalid, not_owner}}.
 

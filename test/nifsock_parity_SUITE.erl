@@ -71,7 +71,8 @@
          send_partial_binary_rest/1,
          bind_local_ip_names/1,
          open_local_tcp/1,
-         tos_names/1]).
+         tos_names/1,
+         setopt_controlling_process_not_owner/1]).
 
 
 suite() -> [{timetrap, {seconds, 60}}].
@@ -134,7 +135,8 @@ cases() ->
      send_partial_binary_rest,
      bind_local_ip_names,
      open_local_tcp,
-     tos_names].
+     tos_names,
+     setopt_controlling_process_not_owner].
 
 init_per_suite(Config) -> Config.
 
@@ -370,3 +372,7 @@ open_local_tcp(Config) -> run(api_open_local_tcp, Config).
 %% Ensures {ip, tos} takes lowdelay, throughput, reliability, mincost or an
 %% integer, and getopt names the values that have an atom.
 tos_names(Config) -> run(api_tos_names, Config).
+
+%% Ensures setopt(S, {otp, controlling_process}, V) by a non-owner is {error,
+%% {invalid, not_owner}}, and by the owner with a non-pid V an invalid option.
+setopt_controlling_process_not_owner(Config) -> run(api_setopt_controlling_process_not_owner, Config).

@@ -72,10 +72,12 @@
          api_bind_local_ip_names/1,
          api_open_local_tcp/1,
          api_tos_names/1,
-         api_setopt_controlling_process_not_owner/1]).
+         api_setopt_controlling_process_not_owner/1,
+         api_close_leaves_no_message/1]).
 
 -define(T, 5000).          % bound for anything that should happen "now"
 -define(BIG, (4 * 1024 * 1024)).
+-define(CLOSE_RACES, 100).  % per operation in api_close_leaves_no_message
 
 %%--------------------------------------------------------------------
 %% CT callbacks
@@ -138,7 +140,8 @@ cases() ->
      api_bind_local_ip_names,
      api_open_local_tcp,
      api_tos_names,
-     api_setopt_controlling_process_not_owner].
+     api_setopt_controlling_process_not_owner,
+     api_close_leaves_no_message].
 
 init_per_suite(Config) ->
     Mod = case proplists:get_value(mod, Config) of
@@ -1238,6 +1241,90 @@ api_setopt_controlling_process_not_owner(Config) ->
     ok = Mod:close(S),
     unlink(O),
     kill_and_wait(O).
+
+%% Ensures a process whose blocking send, recv or accept is ended by another
+%% process's close holds no select or abort message of the socket afterwards:
+%% ?CLOSE_RACES closes each, racing calls that keep waking up (a peer that
+%% drains, trickles or connects).
+api_close_leaves_no_message(Config) ->
+    Mod = mod(Config),
+    [close_race(Mod, Op) || Op <- [send, recv, accept], _ <- lists:seq(1, ?CLOSE_RACES)],
+    ok.
+
+close_race(Mod, Op) ->
+    {Socks, Target, Waker} = close_race_setup(Mod, Op),
+    Self = self(),
+    W = spawn_link(fun() ->
+                           R = close_race_call(Mod, Op, Target),
+                           Self ! {ended, self(), R},
+                           %% the close has returned: every message it sent is here
+                           receive checked -> ok end,
+                           {messages, Ms} = process_info(self(), messages),
+                           Self ! {left, self(), Ms}
+                   end),
+    Peer = spawn_link(Waker),
+    spin(rand:uniform(2000)),
+    ok = Mod:close(Target),
+    R = receive {ended, W, R0} -> R0 after ?T -> ct:fail({call_not_ended, Op}) end,
+    true = is_closed_result(R),
+    W ! checked,
+    receive {left, W, Left} -> {Op, []} = {Op, Left} after ?T -> ct:fail(no_left) end,
+    unlink(Peer),
+    kill_and_wait(Peer),
+    close_all(Mod, Socks).
+
+close_race_setup(Mod, accept) ->
+    {L, Addr} = listener(Mod, inet),
+    {[L], L, fun() -> connect_forever(Mod, Addr) end};
+close_race_setup(Mod, Op) ->
+    {L, C, A} = small_buf_pair(Mod),
+    Waker = case Op of
+                send -> fun() -> drain_forever(Mod, A) end;
+                recv -> fun() -> trickle_forever(Mod, A) end
+            end,
+    {[A, L], C, Waker}.
+
+close_race_call(Mod, send, C) -> send_forever(Mod, C, rand:bytes(256 * 1024));
+close_race_call(Mod, recv, C) -> Mod:recv(C, ?BIG);
+close_race_call(Mod, accept, L) -> accept_forever(Mod, L).
+
+send_forever(Mod, C, Bin) ->
+    case Mod:send(C, Bin) of
+        ok -> send_forever(Mod, C, Bin);
+        Error -> Error
+    end.
+
+accept_forever(Mod, L) ->
+    case Mod:accept(L) of
+        {ok, A} -> _ = Mod:close(A), accept_forever(Mod, L);
+        Error -> Error
+    end.
+
+%% (until the peer's close ends the stream)
+drain_forever(Mod, A) ->
+    case Mod:recv(A, 512) of
+        {ok, _} -> drain_forever(Mod, A);
+        _ -> ok
+    end.
+
+trickle_forever(Mod, A) ->
+    case Mod:send(A, <<"t">>) of
+        ok -> erlang:yield(), trickle_forever(Mod, A);
+        _ -> ok
+    end.
+
+connect_forever(Mod, Addr) ->
+    {ok, C} = Mod:open(inet, stream, tcp),
+    _ = Mod:connect(C, Addr),
+    _ = Mod:close(C),
+    connect_forever(Mod, Addr).
+
+is_closed_result({error, closed}) -> true;
+is_closed_result({error, {closed, _}}) -> true;
+is_closed_result(_) -> false.
+
+spin(0) -> ok;
+spin(N) -> erlang:yield(), spin(N - 1).
 
 %%--------------------------------------------------------------------
 %% Helpers

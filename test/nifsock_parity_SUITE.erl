@@ -72,7 +72,8 @@
          bind_local_ip_names/1,
          open_local_tcp/1,
          tos_names/1,
-         setopt_controlling_process_not_owner/1]).
+         setopt_controlling_process_not_owner/1,
+         close_leaves_no_message/1]).
 
 
 suite() -> [{timetrap, {seconds, 60}}].
@@ -136,7 +137,8 @@ cases() ->
      bind_local_ip_names,
      open_local_tcp,
      tos_names,
-     setopt_controlling_process_not_owner].
+     setopt_controlling_process_not_owner,
+     close_leaves_no_message].
 
 init_per_suite(Config) -> Config.
 
@@ -376,3 +378,7 @@ tos_names(Config) -> run(api_tos_names, Config).
 %% Ensures setopt(S, {otp, controlling_process}, V) by a non-owner is {error,
 %% {invalid, not_owner}}, and by the owner with a non-pid V an invalid option.
 setopt_controlling_process_not_owner(Config) -> run(api_setopt_controlling_process_not_owner, Config).
+
+%% Ensures a blocking send, recv or accept ended by another process's close
+%% leaves no select or abort message behind (100 races each).
+close_leaves_no_message(Config) -> run(api_close_leaves_no_message, Config).

@@ -42,6 +42,25 @@ pub struct Waiter {
     pub handle: Saved,
     /// A monitor, held only while others queue behind this waiter.
     pub mon: Option<Monitor>,
+    /// The wait belongs to one of nifsock's own blocking calls (its handle is
+    /// an integer, never a user's reference): its messages must not outlive
+    /// the call.
+    pub internal: bool,
+    /// `promote` already sent it its select message: no select is armed for it.
+    pub told: bool,
+}
+
+impl Waiter {
+    /// `pid` waiting with the saved `handle` (`internal`: see the field).
+    pub fn new(pid: ErlNifPid, handle: Saved, internal: bool) -> Waiter {
+        Waiter {
+            pid,
+            handle,
+            mon: None,
+            internal,
+            told: false,
+        }
+    }
 }
 
 /// The waiters of one direction: the one whose select is armed, then a FIFO.

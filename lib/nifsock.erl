@@ -87,8 +87,18 @@ open(Domain, Type, Protocol, Opts)
 open(Domain, Type, Protocol, Opts) ->
     erlang:error(badarg, [Domain, Type, Protocol, Opts]).
 
-%% @doc Binds to a sockaddr map, or `any' / `loopback' (port 0).
+%% @doc Binds to a sockaddr map, or `any' / `loopback' / `broadcast' (port
+%% 0; a local socket gets `{error, eafnosupport}' for these, as from socket).
 -spec bind(socket(), socket:sockaddr() | any | loopback | broadcast) -> ok | {error, reason()}.
+bind(?SOCK(_) = S, broadcast) ->
+    case nifsock_nif:bind(S, broadcast) of
+        %% only an inet6 socket has no broadcast address; socket names the
+        %% sockaddr it tried
+        {error, {invalid, sockaddr}} ->
+            {error, {invalid, {sockaddr, #{family => inet6, addr => broadcast}}}};
+        Result ->
+            Result
+    end;
 bind(?SOCK(_) = S, Addr) when is_map(Addr); is_atom(Addr) ->
     sockaddr_error(nifsock_nif:bind(S, Addr), Addr);
 bind(S, Addr) ->
@@ -287,8 +297,10 @@ send(S, Data, Timeout) ->
     send(S, Data, [], Timeout).
 
 %% @doc Sends iodata with one sendmsg over its binaries (no flattening copy).
-%% A partial send returns the rest as iodata: `{select, {SelectInfo, Rest}}'
-%% with `nowait', `{error, {timeout, Rest}}' when the time runs out.
+%% A partial send returns the rest: `{select, {SelectInfo, Rest}}' with
+%% `nowait', `{error, {timeout, Rest}}' when the time runs out. `Rest' is a
+%% binary (a sub-binary) when one binary is left, as when `Data' is one
+%% binary; otherwise the list of the unsent binaries, never flattened.
 -spec send(socket(), iodata(), list() | select_info(), timeout_spec()) ->
           ok | {ok, iodata()} | {select, select_info() | {select_info(), iodata()}} |
           {error, reason() | {reason(), iodata()}}.
@@ -300,13 +312,13 @@ send(?SOCK(_) = S, Data, Flags, Timeout) when is_list(Flags) ->
         zero ->
             case nifsock_nif:send(S, IOV, Flags, undefined, zero) of
                 {more, 0} -> {error, timeout};
-                {more, N} -> {error, {timeout, rest(IOV, N)}};
+                {more, N} -> {error, {timeout, unwrap(rest(IOV, N))}};
                 Result -> send_result(Result, IOV)
             end;
         {handle, H} ->
             case nifsock_nif:send(S, IOV, Flags, H, nowait) of
                 {select, 0} -> {select, ?SELECT_INFO({send, []}, H)};
-                {select, N} -> {select, {?SELECT_INFO({send, []}, H), rest(IOV, N)}};
+                {select, N} -> {select, {?SELECT_INFO({send, []}, H), unwrap(rest(IOV, N))}};
                 Result -> send_result(Result, IOV)
             end;
         Deadline ->
@@ -355,6 +367,7 @@ rest([B | T], N) when N > 0 ->
 rest(IOV, _) ->
     IOV.
 
+%% The rest of a partial send as the caller gets it: one binary as a binary.
 unwrap([B]) -> B;
 unwrap(IOV) -> IOV.
 
@@ -481,8 +494,20 @@ shutdown(S, How) ->
 %% raw `{Level :: integer(), Opt :: integer()}' with an integer or binary.
 %% One setsockopt per option (IP_TOS: see README).
 -spec setopt(socket(), level_name(), term()) -> ok | {error, reason()}.
-setopt(?SOCK(_) = S, {otp, controlling_process}, Pid) when is_pid(Pid) ->
-    controlling_process(S, Pid);
+setopt(?SOCK(_) = S, {otp, controlling_process} = Opt, Value) ->
+    %% socket's shapes: a non-owner gets {invalid, not_owner} (whatever the
+    %% value), the owner {invalid, {socket_option, Opt, Value}} for a non-pid.
+    %% controlling_process/2 keeps gen_tcp's {error, not_owner}.
+    Result = case is_pid(Value) of
+                 true -> nifsock_nif:controlling_process(S, Value);
+                 %% moving it to the caller itself is the ownership check
+                 false -> nifsock_nif:controlling_process(S, self())
+             end,
+    case Result of
+        {error, not_owner} -> {error, {invalid, not_owner}};
+        ok when not is_pid(Value) -> {error, {invalid, {socket_option, Opt, Value}}};
+        _ -> Result
+    end;
 setopt(?SOCK(_) = S, {Level, Name} = Opt, Value) ->
     case nifsock_nif:setopt(S, Level, Name, Value) of
         {error, {invalid, option}} -> {error, {invalid, {socket_option, Opt}}};

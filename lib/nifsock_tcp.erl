@@ -256,11 +256,20 @@ getopt(S, linger, _) ->
     {On, T};
 getopt(S, buffer, _) ->
     value(nifsock:getopt(S, {otp, rcvbuf}));
+getopt(S, tos, _) ->
+    tos_int(value(nifsock:getopt(S, {ip, tos})));
 getopt(S, N, _) ->
     case sockopt_name(N) of
         undefined -> throw({error, einval});
         Opt -> value(nifsock:getopt(S, Opt))
     end.
+
+%% inet reads tos as an integer; nifsock (as socket) names four values.
+tos_int(lowdelay) -> 16#10;
+tos_int(throughput) -> 16#08;
+tos_int(reliability) -> 16#04;
+tos_int(mincost) -> 16#02;
+tos_int(Tos) -> Tos.
 
 value({ok, V}) -> V;
 value({error, _} = E) -> throw(E);

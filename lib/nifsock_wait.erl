@@ -17,13 +17,20 @@ cancel(S, Op, H) ->
             flush_abort(S, H),
             ok;
         select_sent ->
-            receive ?MSG(S, select, H) -> ok after 0 -> ok end,
+            flush_select(S, H),
             flush_abort(S, H),
             ok;
         Other ->
+            %% Closed meanwhile: a blocking call's waiter that was already sent
+            %% its select gets no abort (lifecycle::close), so the select may
+            %% be here instead.
+            flush_select(S, H),
             flush_abort(S, H),
             Other
     end.
+
+flush_select(S, H) ->
+    receive ?MSG(S, select, H) -> ok after 0 -> ok end.
 
 flush_abort(S, H) ->
     receive ?MSG(S, abort, {H, _}) -> ok after 0 -> ok end.

@@ -66,10 +66,18 @@
          api_info_global/1,
          api_send_iolist/1,
          api_send_partial_timeout/1,
-         api_send_partial_nowait/1, api_sendfile/1]).
+         api_send_partial_nowait/1, api_sendfile/1,
+         api_recv_nowait_after_short_read/1,
+         api_send_partial_binary_rest/1,
+         api_bind_local_ip_names/1,
+         api_open_local_tcp/1,
+         api_tos_names/1,
+         api_setopt_controlling_process_not_owner/1,
+         api_close_leaves_no_message/1]).
 
 -define(T, 5000).          % bound for anything that should happen "now"
 -define(BIG, (4 * 1024 * 1024)).
+-define(CLOSE_RACES, 100).  % per operation in api_close_leaves_no_message
 
 %%--------------------------------------------------------------------
 %% CT callbacks
@@ -126,7 +134,14 @@ cases() ->
      api_info_global,
      api_send_iolist,
      api_send_partial_timeout,
-     api_send_partial_nowait, api_sendfile].
+     api_send_partial_nowait, api_sendfile,
+     api_recv_nowait_after_short_read,
+     api_send_partial_binary_rest,
+     api_bind_local_ip_names,
+     api_open_local_tcp,
+     api_tos_names,
+     api_setopt_controlling_process_not_owner,
+     api_close_leaves_no_message].
 
 init_per_suite(Config) ->
     Mod = case proplists:get_value(mod, Config) of
@@ -695,7 +710,7 @@ api_controlling_process(Config) ->
     {L, Addr} = do(O1, fun() -> listener(Mod, inet) end),
     NotOwner = not_owner_error(Mod),
     NotOwner = set_owner(Mod, L, self()),
-    NotOwner = Mod:setopt(L, {otp, controlling_process}, self()),
+    {error, {invalid, not_owner}} = Mod:setopt(L, {otp, controlling_process}, self()),
     {ok, O1} = Mod:getopt(L, {otp, controlling_process}),
     ok = do(O1, fun() -> set_owner(Mod, L, O2) end),
     {ok, O2} = Mod:getopt(L, {otp, controlling_process}),
@@ -1114,6 +1129,203 @@ api_send_partial_nowait(Config) ->
     Got = Flat,
     close_all(Mod, [C, A, L]).
 
+%% Ensures a nowait recv (of what is there, and of an exact length) returns
+%% data that arrived after a short read emptied the socket, not a select.
+api_recv_nowait_after_short_read(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    ok = Mod:send(A, <<"abc">>),
+    {ok, <<"abc">>} = Mod:recv(C, 0, ?T),   % fewer bytes than a full read: the queue is empty
+    ok = Mod:send(A, <<"def">>),
+    wait_pending(Mod, C, 3),
+    {ok, <<"def">>} = Mod:recv(C, 0, nowait),
+    ok = Mod:send(A, <<"gh">>),
+    {ok, <<"gh">>} = Mod:recv(C, 0, ?T),
+    ok = Mod:send(A, <<"ijkl">>),
+    wait_pending(Mod, C, 4),
+    {ok, <<"ijkl">>} = Mod:recv(C, 4, nowait),
+    assert_no_msg(Mod, C, 0),
+    close_all(Mod, [C, A, L]).
+
+%% Waits (bounded) until N bytes are readable on S, without reading them.
+wait_pending(Mod, S, N) ->
+    poll(fun() -> Mod:recv(S, 0, [peek], ?T) end,
+         fun({ok, B}) -> byte_size(B) >= N end).
+
+%% Ensures the unsent rest of a partial send of one binary is a binary (a
+%% sub-binary for nifsock), as socket gives it: with nowait ({select,
+%% {SelectInfo, Rest}}), timeout 0 and N ms ({error, {timeout, Rest}}).
+api_send_partial_binary_rest(Config) ->
+    Mod = mod(Config),
+    Bin = rand:bytes(?BIG),
+    Sends = [{nowait, fun(C) ->
+                              {select, {{select_info, Tag, _}, Rest}} = Mod:send(C, Bin, nowait),
+                              true = is_send_tag(Tag),
+                              Rest
+                      end},
+             {zero, fun(C) -> {error, {timeout, Rest}} = Mod:send(C, Bin, 0), Rest end},
+             {ms, fun(C) -> {error, {timeout, Rest}} = Mod:send(C, Bin, 100), Rest end}],
+    [begin
+         {L, C, A} = small_buf_pair(Mod),
+         Rest = Send(C),
+         {Name, true} = {Name, is_binary(Rest)},
+         check_tail(Mod, Rest, Bin),
+         close_all(Mod, [C, A, L])
+     end || {Name, Send} <- Sends],
+    ok.
+
+%% Ensures bind(LocalSocket, any | loopback | broadcast) is {error,
+%% eafnosupport}, and bind(Inet6Socket, broadcast) names the sockaddr, as
+%% socket does.
+api_bind_local_ip_names(Config) ->
+    Mod = mod(Config),
+    {ok, U} = Mod:open(local, stream),
+    [{Name, {error, eafnosupport}} = {Name, Mod:bind(U, Name)}
+     || Name <- [any, loopback, broadcast]],
+    {error, {invalid, {sockaddr, bad}}} = Mod:bind(U, bad),
+    ok = Mod:close(U),
+    case ipv6_ok(Mod) of
+        true ->
+            {ok, S6} = Mod:open(inet6, stream, tcp),
+            {error, {invalid, {sockaddr, #{family := inet6, addr := broadcast}}}} =
+                Mod:bind(S6, broadcast),
+            ok = Mod:close(S6);
+        false ->
+            ok
+    end.
+
+%% Ensures open(local, stream, tcp) (/3 and /4) is {error, eprotonosupport},
+%% as the kernel answers socket.
+api_open_local_tcp(Config) ->
+    Mod = mod(Config),
+    {error, eprotonosupport} = Mod:open(local, stream, tcp),
+    {error, eprotonosupport} = Mod:open(local, stream, tcp, #{}),
+    {error, eprotonosupport} = Mod:open(local, stream, 6),
+    ok.
+
+%% Ensures {ip, tos} takes the atoms lowdelay, throughput, reliability and
+%% mincost or an integer, and getopt names the values that have an atom.
+api_tos_names(Config) ->
+    Mod = mod(Config),
+    {ok, S} = Mod:open(inet, stream, tcp),
+    [begin
+         ok = Mod:setopt(S, {ip, tos}, Set),
+         {Set, {ok, Get}} = {Set, Mod:getopt(S, {ip, tos})}
+     end || {Set, Get} <- [{lowdelay, lowdelay}, {throughput, throughput},
+                           {reliability, reliability}, {16#10, lowdelay},
+                           {16#08, throughput}, {16#04, reliability},
+                           {16#20, 16#20}, {0, 0}]],
+    %% Linux keeps the two ECN bits of a TCP socket's TOS to itself: mincost
+    %% (2) reads back as 0
+    ok = Mod:setopt(S, {ip, tos}, mincost),
+    {ok, 0} = Mod:getopt(S, {ip, tos}),
+    {error, {invalid, {socket_option, {ip, tos}, bad}}} = Mod:setopt(S, {ip, tos}, bad),
+    ok = Mod:close(S).
+
+%% Ensures setopt(S, {otp, controlling_process}, V) by a non-owner is {error,
+%% {invalid, not_owner}} whatever V is, and by the owner with a V that isn't a
+%% pid {error, {invalid, {socket_option, Opt, V}}}, as socket says.
+api_setopt_controlling_process_not_owner(Config) ->
+    Mod = mod(Config),
+    Opt = {otp, controlling_process},
+    O = spawn_link(fun server_loop/0),
+    S = do(O, fun() -> {ok, S0} = Mod:open(inet, stream, tcp), S0 end),
+    {error, {invalid, not_owner}} = Mod:setopt(S, Opt, self()),
+    {error, {invalid, not_owner}} = Mod:setopt(S, Opt, O),
+    {error, {invalid, not_owner}} = Mod:setopt(S, Opt, bad),
+    {ok, O} = Mod:getopt(S, Opt),
+    {error, {invalid, {socket_option, Opt, bad}}} = do(O, fun() -> Mod:setopt(S, Opt, bad) end),
+    Self = self(),
+    ok = do(O, fun() -> Mod:setopt(S, Opt, Self) end),
+    {ok, Self} = Mod:getopt(S, Opt),
+    ok = Mod:close(S),
+    unlink(O),
+    kill_and_wait(O).
+
+%% Ensures a process whose blocking send, recv or accept is ended by another
+%% process's close holds no select or abort message of the socket afterwards:
+%% ?CLOSE_RACES closes each, racing calls that keep waking up (a peer that
+%% drains, trickles or connects).
+api_close_leaves_no_message(Config) ->
+    Mod = mod(Config),
+    [close_race(Mod, Op) || Op <- [send, recv, accept], _ <- lists:seq(1, ?CLOSE_RACES)],
+    ok.
+
+close_race(Mod, Op) ->
+    {Socks, Target, Waker} = close_race_setup(Mod, Op),
+    Self = self(),
+    W = spawn_link(fun() ->
+                           R = close_race_call(Mod, Op, Target),
+                           Self ! {ended, self(), R},
+                           %% the close has returned: every message it sent is here
+                           receive checked -> ok end,
+                           {messages, Ms} = process_info(self(), messages),
+                           Self ! {left, self(), Ms}
+                   end),
+    Peer = spawn_link(Waker),
+    spin(rand:uniform(2000)),
+    ok = Mod:close(Target),
+    R = receive {ended, W, R0} -> R0 after ?T -> ct:fail({call_not_ended, Op}) end,
+    true = is_closed_result(R),
+    W ! checked,
+    receive {left, W, Left} -> {Op, []} = {Op, Left} after ?T -> ct:fail(no_left) end,
+    unlink(Peer),
+    kill_and_wait(Peer),
+    close_all(Mod, Socks).
+
+close_race_setup(Mod, accept) ->
+    {L, Addr} = listener(Mod, inet),
+    {[L], L, fun() -> connect_forever(Mod, Addr) end};
+close_race_setup(Mod, Op) ->
+    {L, C, A} = small_buf_pair(Mod),
+    Waker = case Op of
+                send -> fun() -> drain_forever(Mod, A) end;
+                recv -> fun() -> trickle_forever(Mod, A) end
+            end,
+    {[A, L], C, Waker}.
+
+close_race_call(Mod, send, C) -> send_forever(Mod, C, rand:bytes(256 * 1024));
+close_race_call(Mod, recv, C) -> Mod:recv(C, ?BIG);
+close_race_call(Mod, accept, L) -> accept_forever(Mod, L).
+
+send_forever(Mod, C, Bin) ->
+    case Mod:send(C, Bin) of
+        ok -> send_forever(Mod, C, Bin);
+        Error -> Error
+    end.
+
+accept_forever(Mod, L) ->
+    case Mod:accept(L) of
+        {ok, A} -> _ = Mod:close(A), accept_forever(Mod, L);
+        Error -> Error
+    end.
+
+%% (until the peer's close ends the stream)
+drain_forever(Mod, A) ->
+    case Mod:recv(A, 512) of
+        {ok, _} -> drain_forever(Mod, A);
+        _ -> ok
+    end.
+
+trickle_forever(Mod, A) ->
+    case Mod:send(A, <<"t">>) of
+        ok -> erlang:yield(), trickle_forever(Mod, A);
+        _ -> ok
+    end.
+
+connect_forever(Mod, Addr) ->
+    {ok, C} = Mod:open(inet, stream, tcp),
+    _ = Mod:connect(C, Addr),
+    _ = Mod:close(C),
+    connect_forever(Mod, Addr).
+
+is_closed_result({error, closed}) -> true;
+is_closed_result({error, {closed, _}}) -> true;
+is_closed_result(_) -> false.
+
+spin(0) -> ok;
+spin(N) -> erlang:yield(), spin(N - 1).
+
 %%--------------------------------------------------------------------
 %% Helpers
 %%--------------------------------------------------------------------
@@ -1155,10 +1367,8 @@ set_owner(nifsock, S, Pid) -> nifsock:controlling_process(S, Pid);
 set_owner(socket, S, Pid) -> socket:setopt(S, {otp, controlling_process}, Pid).
 
 %% socket has no controlling_process/2; its setopt({otp, controlling_process})
-%% says {error, {invalid, not_owner}}. nifsock:controlling_process/2 follows
-%% gen_tcp: {error, not_owner}.
-%% nifsock:setopt(S, {otp, controlling_process}, Pid) is controlling_process/2,
-%% so it returns {error, not_owner} too.
+%% says {error, {invalid, not_owner}}, and so does nifsock's.
+%% nifsock:controlling_process/2 follows gen_tcp: {error, not_owner}.
 not_owner_error(nifsock) -> {error, not_owner};
 not_owner_error(socket) -> {error, {invalid, not_owner}}.
 

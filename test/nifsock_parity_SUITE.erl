@@ -66,7 +66,14 @@
          info_global/1,
          send_iolist/1,
          send_partial_timeout/1,
-         send_partial_nowait/1, sendfile/1]).
+         send_partial_nowait/1, sendfile/1,
+         recv_nowait_after_short_read/1,
+         send_partial_binary_rest/1,
+         bind_local_ip_names/1,
+         open_local_tcp/1,
+         tos_names/1,
+         setopt_controlling_process_not_owner/1,
+         close_leaves_no_message/1]).
 
 
 suite() -> [{timetrap, {seconds, 60}}].
@@ -124,7 +131,14 @@ cases() ->
      info_global,
      send_iolist,
      send_partial_timeout,
-     send_partial_nowait, sendfile].
+     send_partial_nowait, sendfile,
+     recv_nowait_after_short_read,
+     send_partial_binary_rest,
+     bind_local_ip_names,
+     open_local_tcp,
+     tos_names,
+     setopt_controlling_process_not_owner,
+     close_leaves_no_message].
 
 init_per_suite(Config) -> Config.
 
@@ -341,3 +355,30 @@ send_partial_timeout(Config) -> run(api_send_partial_timeout, Config).
 %% the select info delivers exactly the flattened bytes in order.
 send_partial_nowait(Config) -> run(api_send_partial_nowait, Config).
 sendfile(Config) -> run(api_sendfile, Config).
+
+%% Ensures a nowait recv (of what is there, and of an exact length) returns
+%% data that arrived after a short read emptied the socket, not a select.
+recv_nowait_after_short_read(Config) -> run(api_recv_nowait_after_short_read, Config).
+
+%% Ensures the unsent rest of a partial send of one binary is a binary, with
+%% nowait, timeout 0 and N ms.
+send_partial_binary_rest(Config) -> run(api_send_partial_binary_rest, Config).
+
+%% Ensures bind(LocalSocket, any | loopback | broadcast) is {error,
+%% eafnosupport}, and bind(Inet6Socket, broadcast) names the sockaddr.
+bind_local_ip_names(Config) -> run(api_bind_local_ip_names, Config).
+
+%% Ensures open(local, stream, tcp) is {error, eprotonosupport}.
+open_local_tcp(Config) -> run(api_open_local_tcp, Config).
+
+%% Ensures {ip, tos} takes lowdelay, throughput, reliability, mincost or an
+%% integer, and getopt names the values that have an atom.
+tos_names(Config) -> run(api_tos_names, Config).
+
+%% Ensures setopt(S, {otp, controlling_process}, V) by a non-owner is {error,
+%% {invalid, not_owner}}, and by the owner with a non-pid V an invalid option.
+setopt_controlling_process_not_owner(Config) -> run(api_setopt_controlling_process_not_owner, Config).
+
+%% Ensures a blocking send, recv or accept ended by another process's close
+%% leaves no select or abort message behind (100 races each).
+close_leaves_no_message(Config) -> run(api_close_leaves_no_message, Config).

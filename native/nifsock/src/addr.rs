@@ -141,6 +141,12 @@ pub fn decode(term: Term, family: Family) -> Result<SockAddr> {
     }
 }
 
+/// `any`, `loopback` or `broadcast`: the address atoms of the IP families.
+pub fn is_ip_name(term: Term) -> bool {
+    term.decode::<Atom>()
+        .is_ok_and(|a| a == atoms::any() || a == atoms::loopback() || a == atoms::broadcast())
+}
+
 fn special(a: Atom, family: Family, port: u16) -> Result<SocketAddr> {
     let v4 = |ip| Ok(SocketAddr::V4(SocketAddrV4::new(ip, port)));
     let v6 = |ip| Ok(SocketAddr::V6(SocketAddrV6::new(ip, port, 0, 0)));

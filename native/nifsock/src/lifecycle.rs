@@ -101,7 +101,8 @@ fn undefined_in(raw: EnvRef) -> rustler::sys::ErlNifTerm {
 
 /// Registers `caller` as waiting for `dir` readiness. If it is (or becomes) the
 /// current waiter its select is armed; otherwise it queues and will be sent a
-/// select message when its turn comes.
+/// select message when its turn comes. On an error the caller is not left
+/// registered (a later close would send it an abort no one waits for).
 pub fn wait<'a>(
     env: Env<'a>,
     obj: Obj,
@@ -116,6 +117,34 @@ pub fn wait<'a>(
     if st.phase != Phase::Open {
         return Err(Error::Closed);
     }
+    let r = register(env, obj, st, dir, caller, handle).and_then(|arm| {
+        if arm {
+            let fd = s.with_fd(|fd| fd)?;
+            let m = (atoms::nifsock_tag(), sock, atoms::select(), handle).encode(env);
+            select::arm(env, obj, fd, dir, caller, m).map_err(|_| Error::Os(libc::EINVAL))?;
+            st.selected = true;
+            stats::SELECTS.incr();
+            tracing::trace!(fd, op = "select", ?dir);
+        }
+        Ok(())
+    });
+    if r.is_err() {
+        forget(Ctx::Nif(env), obj, st, dir, caller);
+    }
+    r
+}
+
+/// Puts `caller` in `dir`'s waiters; true if it is the current one (its
+/// select is to be armed).
+fn register(
+    env: Env,
+    obj: Obj,
+    st: &mut State,
+    dir: Dir,
+    caller: &ErlNifPid,
+    handle: Term,
+) -> Result<bool> {
+    let internal = handle.is_integer();
     let State {
         readers,
         writers,
@@ -129,15 +158,11 @@ pub fn wait<'a>(
     // The caller re-arming is the only waiter: its old handle is dead, so the
     // store can start afresh (100,000 nowait polls keep one handle, not all).
     let alone = q.queue.is_empty() && other.current.is_none() && other.queue.is_empty();
-    let arm = match &mut q.current {
+    match &mut q.current {
         None => {
             let saved = handles.save(handle).ok_or(Error::Os(libc::ENOMEM))?;
-            q.current = Some(Waiter {
-                pid: *caller,
-                handle: saved,
-                mon: None,
-            });
-            true
+            q.current = Some(Waiter::new(*caller, saved, internal));
+            Ok(true)
         }
         Some(w) if same_pid(&w.pid, caller) => {
             if !handles.equals(w.handle, handle) {
@@ -145,8 +170,10 @@ pub fn wait<'a>(
                     handles.clear();
                 }
                 w.handle = handles.save(handle).ok_or(Error::Os(libc::ENOMEM))?;
+                w.internal = internal;
             }
-            true
+            w.told = false;
+            Ok(true)
         }
         Some(w) => {
             // Someone else is armed. They must be watched while others queue,
@@ -154,38 +181,37 @@ pub fn wait<'a>(
             if w.mon.is_none() {
                 w.mon = msg::monitor(EnvRef::of(env), obj, &w.pid);
             }
+            let saved = handles.save(handle).ok_or(Error::Os(libc::ENOMEM))?;
             if w.mon.is_none() {
                 // The current waiter is dead: take its place.
-                let saved = handles.save(handle).ok_or(Error::Os(libc::ENOMEM))?;
-                q.current = Some(Waiter {
-                    pid: *caller,
-                    handle: saved,
-                    mon: None,
-                });
-                true
-            } else {
-                let saved = handles.save(handle).ok_or(Error::Os(libc::ENOMEM))?;
-                match q.queue.iter_mut().find(|w| same_pid(&w.pid, caller)) {
-                    Some(queued) => queued.handle = saved,
-                    None => q.queue.push_back(Waiter {
-                        pid: *caller,
-                        handle: saved,
-                        mon: None,
-                    }),
-                }
-                false
+                q.current = Some(Waiter::new(*caller, saved, internal));
+                return Ok(true);
             }
+            match q.queue.iter_mut().find(|w| same_pid(&w.pid, caller)) {
+                Some(queued) => {
+                    queued.handle = saved;
+                    queued.internal = internal;
+                }
+                None => q.queue.push_back(Waiter::new(*caller, saved, internal)),
+            }
+            Ok(false)
         }
-    };
-    if arm {
-        let fd = s.with_fd(|fd| fd)?;
-        let m = (atoms::nifsock_tag(), sock, atoms::select(), handle).encode(env);
-        select::arm(env, obj, fd, dir, caller, m).map_err(|_| Error::Os(libc::EINVAL))?;
-        st.selected = true;
-        stats::SELECTS.incr();
-        tracing::trace!(fd, op = "select", ?dir);
     }
-    Ok(())
+}
+
+/// Removes `caller` from `dir`'s waiters (a failed `wait`), handing the turn on.
+fn forget(ctx: Ctx, obj: Obj, st: &mut State, dir: Dir, caller: &ErlNifPid) {
+    let q = st.waiters(dir);
+    if q.current.as_ref().is_some_and(|w| same_pid(&w.pid, caller)) {
+        if let Some(w) = q.current.take() {
+            unwatch(ctx, obj, &w);
+        }
+        promote(ctx, obj, st, dir);
+    } else if let Some(pos) = q.queue.iter().position(|w| same_pid(&w.pid, caller)) {
+        if let Some(w) = q.queue.remove(pos) {
+            unwatch(ctx, obj, &w);
+        }
+    }
 }
 
 /// Hands the turn to the next live queued waiter with a select message.
@@ -208,6 +234,7 @@ fn promote(ctx: Ctx, obj: Obj, st: &mut State, dir: Dir) {
             }
         }
         notify(ctx, obj, handles, &next.pid, next.handle, Notice::Select);
+        next.told = true;
         q.current = Some(next);
         return;
     }
@@ -326,8 +353,14 @@ pub fn close(ctx: Ctx, obj: Obj) -> Result<Closed> {
             handles,
             ..
         } = &mut *st;
-        for q in [readers, writers] {
-            for w in q.current.take().into_iter().chain(q.queue.drain(..)) {
+        for (dir, q) in [(Dir::Read, readers), (Dir::Write, writers)] {
+            if let Some(w) = q.current.take() {
+                unwatch(ctx, obj, &w);
+                if !told_to_retry(ctx, obj, s, dir, &w) {
+                    notify(ctx, obj, handles, &w.pid, w.handle, Notice::AbortClosed);
+                }
+            }
+            for w in q.queue.drain(..) {
                 unwatch(ctx, obj, &w);
                 notify(ctx, obj, handles, &w.pid, w.handle, Notice::AbortClosed);
             }
@@ -360,6 +393,25 @@ pub fn close(ctx: Ctx, obj: Obj) -> Result<Closed> {
     } else {
         Closed::Done
     })
+}
+
+/// Whether the current waiter `w` of `dir` already has (or is being sent) its
+/// select message, when it belongs to one of nifsock's blocking calls: that
+/// call will try again, meet the closed socket and return, so an abort would
+/// stay behind in its mailbox. Its select is cancelled here when still armed
+/// (then it is not told, and gets the abort). Users' nowait waits get their
+/// abort regardless, as socket sends it, and pay no cancel.
+fn told_to_retry(ctx: Ctx, obj: Obj, s: &Socket, dir: Dir, w: &Waiter) -> bool {
+    if !w.internal {
+        return false;
+    }
+    if w.told {
+        return true;
+    }
+    match s.with_fd(|fd| fd) {
+        Ok(fd) => !select::cancel(ctx.raw(), obj, fd, dir, undefined_in(ctx.raw())),
+        Err(_) => false,
+    }
 }
 
 /// The blocking half of a lingering close; runs on a dirty I/O scheduler.

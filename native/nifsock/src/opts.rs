@@ -150,6 +150,17 @@ pub fn tos_value(name: &str) -> Option<i32> {
     }
 }
 
+/// The IP_TOS atom of a value, as socket's getopt names it.
+pub fn tos_name(tos: i32) -> Option<&'static str> {
+    match tos {
+        0x10 => Some("lowdelay"),
+        0x08 => Some("throughput"),
+        0x04 => Some("reliability"),
+        0x02 => Some("mincost"),
+        _ => None,
+    }
+}
+
 /// The priority Linux derives from a TOS value when IP_TOS changes
 /// (net/ipv4/route.c: ip_tos2prio[IPTOS_TOS(tos) >> 1]).
 pub fn tos_to_priority(tos: i32) -> i32 {
@@ -223,6 +234,16 @@ mod tests {
     fn unknown_options_are_not_found() {
         assert!(lookup("tcp", "reuseaddr").is_none());
         assert!(lookup("nope", "nodelay").is_none());
+    }
+
+    #[test]
+    fn tos_names_round_trip() {
+        for name in ["lowdelay", "throughput", "reliability", "mincost"] {
+            assert_eq!(tos_value(name).and_then(tos_name), Some(name));
+        }
+        assert_eq!(tos_name(0), None);
+        assert_eq!(tos_name(0x18), None);
+        assert_eq!(tos_name(0x20), None);
     }
 
     #[test]

@@ -61,10 +61,13 @@ fn read_direct<'a>(
     }
 }
 
-/// A short read means the receive queue was empty: the next recv can arm its
-/// select without an EAGAIN read. Not for large reads: a stream's sender is
-/// still writing, and reading again at once beats a trip through the poll
-/// thread (measured: bulk throughput halved when streams skipped the read).
+/// A short read means the receive queue was empty a moment ago: the same call
+/// can arm its select without an EAGAIN read (the select fires at once if
+/// bytes came in between). Only within one call: by the next call data may
+/// have arrived, and a nowait recv must then return it, not a select. Not for
+/// large reads: a stream's sender is still writing, and reading again at once
+/// beats a trip through the poll thread (measured: bulk throughput halved
+/// when streams skipped the read).
 fn is_drained(n: usize, asked: usize) -> bool {
     n < asked && n < STREAM_THRESHOLD
 }
@@ -229,62 +232,58 @@ pub fn recv<'a>(
         }
     }
     let mut reads = 0;
+    // Set by a short read of this call only (see `is_drained`).
     let mut drained = false;
-    // A short read emptied the socket's receive queue: waiting for readiness
-    // now is what an EAGAIN read would lead to, minus the syscall.
-    let skip = mode != Mode::Zero && !peek && s.take_drained();
-    if skip {
-        stats::READS_SKIPPED.incr();
-    }
-    if !skip {
-        loop {
-            let outcome = match s.with_fd(|fd| {
-                read_once(
-                    env,
-                    s,
-                    fd,
-                    len,
-                    flags,
-                    s.rcvbuf(),
-                    s.streaming(),
-                    &mut partial,
-                    &mut drained,
-                )
-            }) {
-                Ok(r) => r,
-                Err(e) => return args::error_with(env, e, partial_term(env, partial)),
-            };
-            match outcome {
-                Read::Complete(t, n) => {
-                    if len == 0 {
-                        s.note_read(n);
-                    }
-                    s.set_drained(drained);
-                    lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                    return Ok((atoms::ok(), t).encode(env));
+    loop {
+        let outcome = match s.with_fd(|fd| {
+            read_once(
+                env,
+                s,
+                fd,
+                len,
+                flags,
+                s.rcvbuf(),
+                s.streaming(),
+                &mut partial,
+                &mut drained,
+            )
+        }) {
+            Ok(r) => r,
+            Err(e) => return args::error_with(env, e, partial_term(env, partial)),
+        };
+        match outcome {
+            Read::Complete(t, n) => {
+                if len == 0 {
+                    s.note_read(n);
                 }
-                Read::Progress if drained && mode != Mode::Zero => break,
-                Read::Progress => {
-                    reads += 1;
-                    if reads >= MAX_READS_PER_CALL {
-                        s.lock().partial = partial;
-                        return Ok(atoms::more().encode(env));
-                    }
-                }
-                Read::WouldBlock => break,
-                Read::Eof => {
-                    lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                    return args::error_with(env, Error::Closed, partial_term(env, partial));
-                }
-                Read::Failed(e) => {
-                    lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                    return args::error_with(env, Error::Os(e), partial_term(env, partial));
+                lifecycle::done(env, sock.obj, Dir::Read, &caller);
+                return Ok((atoms::ok(), t).encode(env));
+            }
+            Read::Progress if drained && mode != Mode::Zero => {
+                // The queue was just emptied: wait without an EAGAIN read.
+                stats::READS_SKIPPED.incr();
+                break;
+            }
+            Read::Progress => {
+                reads += 1;
+                if reads >= MAX_READS_PER_CALL {
+                    s.lock().partial = partial;
+                    return Ok(atoms::more().encode(env));
                 }
             }
+            Read::WouldBlock => {
+                stats::READS_EAGAIN.incr();
+                break;
+            }
+            Read::Eof => {
+                lifecycle::done(env, sock.obj, Dir::Read, &caller);
+                return args::error_with(env, Error::Closed, partial_term(env, partial));
+            }
+            Read::Failed(e) => {
+                lifecycle::done(env, sock.obj, Dir::Read, &caller);
+                return args::error_with(env, Error::Os(e), partial_term(env, partial));
+            }
         }
-    }
-    if !skip && !drained {
-        stats::READS_EAGAIN.incr();
     }
     match mode {
         Mode::Zero => {

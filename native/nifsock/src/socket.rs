@@ -42,6 +42,25 @@ pub struct Waiter {
     pub handle: Saved,
     /// A monitor, held only while others queue behind this waiter.
     pub mon: Option<Monitor>,
+    /// The wait belongs to one of nifsock's own blocking calls (its handle is
+    /// an integer, never a user's reference): its messages must not outlive
+    /// the call.
+    pub internal: bool,
+    /// `promote` already sent it its select message: no select is armed for it.
+    pub told: bool,
+}
+
+impl Waiter {
+    /// `pid` waiting with the saved `handle` (`internal`: see the field).
+    pub fn new(pid: ErlNifPid, handle: Saved, internal: bool) -> Waiter {
+        Waiter {
+            pid,
+            handle,
+            mon: None,
+            internal,
+            told: false,
+        }
+    }
 }
 
 /// The waiters of one direction: the one whose select is armed, then a FIFO.
@@ -169,8 +188,6 @@ pub struct Socket {
     rcvbuf: AtomicUsize,
     /// Size of the last recv(S, 0) result: large ones mean a stream.
     last_read: AtomicUsize,
-    /// The last read came back short: the receive queue was empty then.
-    drained: AtomicBool,
     state: Mutex<State>,
     /// Serialises active deliveries so messages keep the stream's order.
     delivery: Mutex<()>,
@@ -188,7 +205,6 @@ impl Socket {
             close_may_block: AtomicBool::new(close_may_block),
             rcvbuf: AtomicUsize::new(scratch::CAP),
             last_read: AtomicUsize::new(0),
-            drained: AtomicBool::new(false),
             state: Mutex::new(State {
                 phase: Phase::Open,
                 selected: false,
@@ -242,16 +258,6 @@ impl Socket {
     /// Whether the last reads were large (read straight into binaries).
     pub fn streaming(&self) -> bool {
         self.last_read.load(Ordering::Relaxed) >= crate::recv::STREAM_THRESHOLD
-    }
-
-    /// Records whether the last read emptied the receive queue.
-    pub fn set_drained(&self, v: bool) {
-        self.drained.store(v, Ordering::Relaxed);
-    }
-
-    /// Whether the last read emptied the receive queue; clears the mark.
-    pub fn take_drained(&self) -> bool {
-        self.drained.swap(false, Ordering::Relaxed)
     }
 
     /// Records a recv(S, 0) result size.

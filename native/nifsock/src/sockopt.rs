@@ -203,9 +203,19 @@ pub fn get<'a>(env: Env<'a>, s: &Socket, target: Target) -> Result<Term<'a>> {
                 Kind::Bool | Kind::ReadOnlyBool => {
                     Ok((opts::int_parse(b).unwrap_or(0) != 0).encode(env))
                 }
-                Kind::Int | Kind::Tos | Kind::ReadOnlyInt => {
+                Kind::Int | Kind::ReadOnlyInt => {
                     let i = opts::int_parse(b).ok_or(Error::Os(libc::EINVAL))?;
                     Ok(readonly_value(env, spec, i))
+                }
+                Kind::Tos => {
+                    // As socket: the four named values as atoms, others as integers.
+                    let i = opts::int_parse(b).ok_or(Error::Os(libc::EINVAL))?;
+                    Ok(match opts::tos_name(i) {
+                        Some(name) => Atom::from_str(env, name)
+                            .map(|a| a.encode(env))
+                            .unwrap_or_else(|_| i.encode(env)),
+                        None => i.encode(env),
+                    })
                 }
                 Kind::Linger => {
                     let (on, secs) = opts::linger_parse(b).ok_or(Error::Os(libc::EINVAL))?;

@@ -10,14 +10,15 @@ use crate::lifecycle::{self, Closed, Ctx};
 use crate::nif::args::{self, Mode, Sock};
 use crate::sys::syscall;
 
-fn protocol(family: Family, p: Term) -> Option<i32> {
+fn protocol(p: Term) -> Option<i32> {
     if let Ok(i) = p.decode::<i32>() {
         return Some(i);
     }
     let a: Atom = p.decode().ok()?;
     if a == atoms::default() {
         Some(0)
-    } else if a == atoms::tcp() && family != Family::Local {
+    } else if a == atoms::tcp() {
+        // For a local socket too: the kernel answers EPROTONOSUPPORT, as socket does.
         Some(libc::IPPROTO_TCP)
     } else {
         None
@@ -32,7 +33,7 @@ fn open<'a>(env: Env<'a>, family: Atom, ty: Atom, proto: Term<'a>) -> NifResult<
     if ty != atoms::stream() {
         return args::error(env, Error::Invalid("type"));
     }
-    let Some(proto) = protocol(family, proto) else {
+    let Some(proto) = protocol(proto) else {
         return args::error(env, Error::Invalid("protocol"));
     };
     args::value(env, conn::open(env, family, proto))
@@ -48,6 +49,10 @@ fn adopt(env: Env<'_>, fd: i32, dup: bool) -> NifResult<Term<'_>> {
 
 #[rustler::nif]
 fn bind<'a>(env: Env<'a>, sock: Sock<'a>, a: Term<'a>) -> NifResult<Term<'a>> {
+    if sock.s.family == Family::Local && addr::is_ip_name(a) {
+        // As socket: `any`, `loopback` and `broadcast` are IP addresses.
+        return args::error(env, Error::Os(libc::EAFNOSUPPORT));
+    }
     let r = addr::decode(a, sock.s.family).and_then(|a| {
         sock.s
             .with_fd(|fd| syscall::bind(fd, &a))?

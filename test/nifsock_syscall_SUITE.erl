@@ -15,7 +15,7 @@
          syscall_close_inline_without_linger/1, syscall_linger_close_off_schedulers/1,
          syscall_linger_owner_death_off_schedulers/1, syscall_linger_gc_off_schedulers/1,
          syscall_linger_inherited_by_accepted/1, syscall_idle_sockets_hold_no_buffer/1,
-         syscall_exact_recv_one_binary/1]).
+         syscall_exact_recv_one_binary/1, syscall_blocking_recv_skips_eagain_read/1]).
 %% run inside the peer node
 -export([churn_server/3, setopt_loop/2, tos_scenario/0, iolist_scenario/1,
          linger_scenario/1, idle_server/2]).
@@ -31,7 +31,8 @@ all() ->
      syscall_iolist_one_sendmsg, syscall_close_inline_without_linger,
      syscall_linger_close_off_schedulers, syscall_linger_owner_death_off_schedulers,
      syscall_linger_gc_off_schedulers, syscall_linger_inherited_by_accepted,
-     syscall_idle_sockets_hold_no_buffer, syscall_exact_recv_one_binary].
+     syscall_idle_sockets_hold_no_buffer, syscall_exact_recv_one_binary,
+     syscall_blocking_recv_skips_eagain_read].
 
 init_per_suite(Config) ->
     case os:find_executable("strace") of
@@ -465,3 +466,51 @@ num(Name, Calls, Errors) ->
 calls(Name, Counts) -> element(1, maps:get(Name, Counts, {0, 0})).
 errors(Name, Counts) -> element(2, maps:get(Name, Counts, {0, 0})).
 ok_calls(Name, Counts) -> calls(Name, Counts) - errors(Name, Counts).
+
+%% Ensures a blocking recv after a short read arms its wait without an EAGAIN
+%% read (request/response: one recvfrom per request), while a nowait recv
+%% after a short read still reads and returns what arrived meanwhile.
+%% Counted with nifsock:info()'s reads/reads_eagain/reads_skipped.
+syscall_blocking_recv_skips_eagain_read(_Config) ->
+    {ok, L} = nifsock:open(inet, stream, tcp),
+    ok = nifsock:bind(L, #{family => inet, addr => loopback, port => 0}),
+    ok = nifsock:listen(L),
+    {ok, #{port := Port}} = nifsock:sockname(L),
+    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+    {ok, S} = nifsock:accept(L),
+    Rounds = 200,
+    Server = fun Loop(0) -> ok;
+                 Loop(N) -> {ok, Req} = nifsock:recv(S, 0),
+                            ok = nifsock:send(S, Req),
+                            Loop(N - 1)
+             end,
+    {Pid, Ref} = spawn_monitor(fun() -> exit(Server(Rounds)) end),
+    #{reads := R0, reads_eagain := E0, reads_skipped := K0} = nifsock:info(),
+    ok = lists:foreach(fun(I) -> ok = gen_tcp:send(C, <<I:32>>),
+                                 {ok, <<I:32>>} = gen_tcp:recv(C, 4, 5000)
+                       end, lists:seq(1, Rounds)),
+    receive {'DOWN', Ref, process, Pid, Why} -> ok = Why after 5000 -> error(server_hung) end,
+    #{reads := R1, reads_eagain := E1, reads_skipped := K1} = nifsock:info(),
+    ct:log("~p requests: ~p reads, ~p EAGAIN reads, ~p skipped",
+           [Rounds, R1 - R0, E1 - E0, K1 - K0]),
+    %% The first recv of the loop may meet an empty queue with no mark set.
+    ?assert(E1 - E0 =< 1),
+    ?assert(K1 - K0 >= Rounds - 1),
+    ?assertEqual(Rounds, R1 - R0),
+    %% After the short read, a nowait recv reads (no select) when data is there.
+    ok = gen_tcp:send(C, <<"x">>),
+    {ok, <<"x">>} = nifsock:recv(S, 0, 5000),
+    ok = gen_tcp:send(C, <<"yz">>),
+    ok = wait_readable(S, 2, 100),
+    {ok, <<"yz">>} = nifsock:recv(S, 0, nowait),
+    ok = gen_tcp:close(C),
+    ok = nifsock:close(S),
+    ok = nifsock:close(L).
+
+wait_readable(_S, _N, 0) ->
+    error(not_readable);
+wait_readable(S, N, Tries) ->
+    case nifsock:recv(S, 0, [peek], 0) of
+        {ok, B} when byte_size(B) >= N -> ok;
+        _ -> timer:sleep(10), wait_readable(S, N, Tries - 1)
+    end.

@@ -232,56 +232,67 @@ pub fn recv<'a>(
         }
     }
     let mut reads = 0;
-    // Set by a short read of this call only (see `is_drained`).
+    // Set by a short read (see `is_drained`).
     let mut drained = false;
-    loop {
-        let outcome = match s.with_fd(|fd| {
-            read_once(
-                env,
-                s,
-                fd,
-                len,
-                flags,
-                s.rcvbuf(),
-                s.streaming(),
-                &mut partial,
-                &mut drained,
-            )
-        }) {
-            Ok(r) => r,
-            Err(e) => return args::error_with(env, e, partial_term(env, partial)),
-        };
-        match outcome {
-            Read::Complete(t, n) => {
-                if len == 0 {
-                    s.note_read(n);
+    // The previous call's last read was short. A blocking call may then arm
+    // its select without an EAGAIN read: its wait is internal, and the select
+    // fires at once if bytes came in since, so no caller can tell. A nowait
+    // or timeout-0 call must read: data that arrived since is its result,
+    // never a select.
+    if mode == Mode::Wait && !peek && s.take_drained() {
+        stats::READS_SKIPPED.incr();
+    } else {
+        s.set_drained(false);
+        loop {
+            let outcome = match s.with_fd(|fd| {
+                read_once(
+                    env,
+                    s,
+                    fd,
+                    len,
+                    flags,
+                    s.rcvbuf(),
+                    s.streaming(),
+                    &mut partial,
+                    &mut drained,
+                )
+            }) {
+                Ok(r) => r,
+                Err(e) => return args::error_with(env, e, partial_term(env, partial)),
+            };
+            match outcome {
+                Read::Complete(t, n) => {
+                    if len == 0 {
+                        s.note_read(n);
+                    }
+                    s.set_drained(drained && !peek);
+                    lifecycle::done(env, sock.obj, Dir::Read, &caller);
+                    return Ok((atoms::ok(), t).encode(env));
                 }
-                lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                return Ok((atoms::ok(), t).encode(env));
-            }
-            Read::Progress if drained && mode != Mode::Zero => {
-                // The queue was just emptied: wait without an EAGAIN read.
-                stats::READS_SKIPPED.incr();
-                break;
-            }
-            Read::Progress => {
-                reads += 1;
-                if reads >= MAX_READS_PER_CALL {
-                    s.lock().partial = partial;
-                    return Ok(atoms::more().encode(env));
+                Read::Progress if drained && mode != Mode::Zero => {
+                    // The queue was just emptied: wait without an EAGAIN read.
+                    stats::READS_SKIPPED.incr();
+                    break;
                 }
-            }
-            Read::WouldBlock => {
-                stats::READS_EAGAIN.incr();
-                break;
-            }
-            Read::Eof => {
-                lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                return args::error_with(env, Error::Closed, partial_term(env, partial));
-            }
-            Read::Failed(e) => {
-                lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                return args::error_with(env, Error::Os(e), partial_term(env, partial));
+                Read::Progress => {
+                    reads += 1;
+                    if reads >= MAX_READS_PER_CALL {
+                        s.lock().partial = partial;
+                        return Ok(atoms::more().encode(env));
+                    }
+                }
+                Read::WouldBlock => {
+                    stats::READS_EAGAIN.incr();
+                    break;
+                }
+                Read::Eof => {
+                    lifecycle::done(env, sock.obj, Dir::Read, &caller);
+                    return args::error_with(env, Error::Closed, partial_term(env, partial));
+                }
+                Read::Failed(e) => {
+                    lifecycle::done(env, sock.obj, Dir::Read, &caller);
+                    return args::error_with(env, Error::Os(e), partial_term(env, partial));
+                }
             }
         }
     }

@@ -188,6 +188,10 @@ pub struct Socket {
     rcvbuf: AtomicUsize,
     /// Size of the last recv(S, 0) result: large ones mean a stream.
     last_read: AtomicUsize,
+    /// The last read came back short: the receive queue was empty then.
+    /// Only a blocking call (whose wait is internal) may act on it: see
+    /// `recv::recv`.
+    drained: AtomicBool,
     state: Mutex<State>,
     /// Serialises active deliveries so messages keep the stream's order.
     delivery: Mutex<()>,
@@ -205,6 +209,7 @@ impl Socket {
             close_may_block: AtomicBool::new(close_may_block),
             rcvbuf: AtomicUsize::new(scratch::CAP),
             last_read: AtomicUsize::new(0),
+            drained: AtomicBool::new(false),
             state: Mutex::new(State {
                 phase: Phase::Open,
                 selected: false,
@@ -258,6 +263,16 @@ impl Socket {
     /// Whether the last reads were large (read straight into binaries).
     pub fn streaming(&self) -> bool {
         self.last_read.load(Ordering::Relaxed) >= crate::recv::STREAM_THRESHOLD
+    }
+
+    /// Records whether the last read emptied the receive queue.
+    pub fn set_drained(&self, v: bool) {
+        self.drained.store(v, Ordering::Relaxed);
+    }
+
+    /// Whether the last read emptied the receive queue; clears the mark.
+    pub fn take_drained(&self) -> bool {
+        self.drained.swap(false, Ordering::Relaxed)
     }
 
     /// Records a recv(S, 0) result size.

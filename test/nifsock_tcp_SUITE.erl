@@ -85,6 +85,7 @@
          tcp_closed_message_closes_socket/1,
          tcp_send_after_peer_close/1,
          tcp_ops_after_close/1,
+         tcp_active_n_listener/1,
          tcp_kernel_accept_inheritance/1]).
 
 -define(T, 5000).         % bound for anything that should happen "now"
@@ -166,7 +167,8 @@ cases() ->
      tcp_packet_line_too_long,
      tcp_closed_message_closes_socket,
      tcp_send_after_peer_close,
-     tcp_ops_after_close].
+     tcp_ops_after_close,
+     tcp_active_n_listener].
 
 init_per_suite(Config) ->
     case code:ensure_loaded(nifsock_tcp) of
@@ -1312,6 +1314,36 @@ tcp_ops_after_close(Config) ->
     {error, _} = M:controlling_process(S, self()),
     no_msg(S),
     gen_tcp:close(Peer).
+
+%%--------------------------------------------------------------------
+%% Packet limits, line_delimiter, listeners, option checks
+%%--------------------------------------------------------------------
+
+%% {active, N} on a listener adds to the listener's own count: 2 - 3 makes it passive (with {Passive, L}) and accepted sockets passive; 3 + 2 is 5 for it and them; 5 + 0 stays 5 without a message.
+tcp_active_n_listener(Config) ->
+    M = mod(Config),
+    Accepted = fun(L) ->
+                       {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L), [], ?T),
+                       {ok, S} = M:accept(L, ?T),
+                       {ok, [A]} = getopts(Config, S, [active]),
+                       close_all(M, [S]), gen_tcp:close(Peer),
+                       A
+               end,
+    {ok, L} = M:listen(0, [binary, {active, 2}, {ip, {127, 0, 0, 1}}]),
+    ok = setopts(Config, L, [{active, -3}]),
+    passive(Config, L),
+    {ok, [{active, false}]} = getopts(Config, L, [active]),
+    {active, false} = Accepted(L),
+    ok = setopts(Config, L, [{active, 3}]),
+    ok = setopts(Config, L, [{active, 2}]),
+    {ok, [{active, 5}]} = getopts(Config, L, [active]),
+    {active, 5} = Accepted(L),
+    ok = setopts(Config, L, [{active, 0}]),
+    {ok, [{active, 5}]} = getopts(Config, L, [active]),
+    {error, einval} = setopts(Config, L, [{active, 32767}]),
+    {ok, [{active, 5}]} = getopts(Config, L, [active]),
+    no_msg(L),
+    close_all(M, [L]).
 
 %%--------------------------------------------------------------------
 %% What Linux copies at accept (nifsock level, no nifsock_tcp)

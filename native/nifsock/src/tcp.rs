@@ -253,7 +253,14 @@ pub fn set_active<'a>(
             if !(-32768..=32767).contains(&n) {
                 return args::error(env, Error::Invalid("active"));
             }
-            let base = match st.tcp.active {
+            // A listener counts the mode it passes on to accepted sockets.
+            let listening = st.listening;
+            let slot = if listening {
+                &mut st.tcp.accept_active
+            } else {
+                &mut st.tcp.active
+            };
+            let base = match *slot {
                 Active::Count(c) => c,
                 _ => 0,
             };
@@ -262,7 +269,7 @@ pub fn set_active<'a>(
                 return args::error(env, Error::Invalid("active"));
             }
             if total <= 0 {
-                st.tcp.active = Active::Off;
+                *slot = Active::Off;
                 drop(st);
                 msg::send(
                     env,

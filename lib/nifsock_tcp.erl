@@ -284,8 +284,11 @@ close(S) ->
     _ = nifsock:close(S),
     ok.
 
-%% @doc Shuts down reading, writing or both.
+%% @doc Shuts down reading, writing or both. A listening socket is
+%% `{error, enotconn}', as gen_tcp (and keeps listening).
 -spec shutdown(socket(), read | write | read_write) -> ok | {error, term()}.
+shutdown(S, How) when How =:= read; How =:= write; How =:= read_write ->
+    nifsock_nif:tcp_shutdown(S, How);
 shutdown(S, How) ->
     nifsock:shutdown(S, How).
 

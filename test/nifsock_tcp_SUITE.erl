@@ -85,6 +85,7 @@
          tcp_closed_message_closes_socket/1,
          tcp_send_after_peer_close/1,
          tcp_ops_after_close/1,
+         tcp_shutdown_listener_enotconn/1,
          tcp_active_n_listener/1,
          tcp_kernel_accept_inheritance/1]).
 
@@ -168,6 +169,7 @@ cases() ->
      tcp_closed_message_closes_socket,
      tcp_send_after_peer_close,
      tcp_ops_after_close,
+     tcp_shutdown_listener_enotconn,
      tcp_active_n_listener].
 
 init_per_suite(Config) ->
@@ -1318,6 +1320,17 @@ tcp_ops_after_close(Config) ->
 %%--------------------------------------------------------------------
 %% Packet limits, line_delimiter, listeners, option checks
 %%--------------------------------------------------------------------
+
+%% shutdown/2 on a listening socket is {error, enotconn} for read, write and read_write, and the listener goes on accepting.
+tcp_shutdown_listener_enotconn(Config) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    [{error, enotconn} = M:shutdown(L, How) || How <- [read, write, read_write]],
+    {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L), [binary, {active, false}], ?T),
+    {ok, S} = M:accept(L, ?T),
+    ok = M:send(S, <<"up">>),
+    {ok, <<"up">>} = gen_tcp:recv(Peer, 2, ?T),
+    close_all(M, [S, L]), gen_tcp:close(Peer).
 
 %% {active, N} on a listener adds to the listener's own count: 2 - 3 makes it passive (with {Passive, L}) and accepted sockets passive; 3 + 2 is 5 for it and them; 5 + 0 stays 5 without a message.
 tcp_active_n_listener(Config) ->

@@ -113,6 +113,11 @@ fn finish_close<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
 
 #[rustler::nif]
 fn shutdown<'a>(env: Env<'a>, sock: Sock<'a>, how: Atom) -> NifResult<Term<'a>> {
+    shutdown_how(env, sock, how)
+}
+
+/// shutdown(2) with `read | write | read_write`.
+pub fn shutdown_how<'a>(env: Env<'a>, sock: Sock<'a>, how: Atom) -> NifResult<Term<'a>> {
     let how = if how == atoms::read() {
         libc::SHUT_RD
     } else if how == atoms::write() {

@@ -43,6 +43,17 @@ fn tcp_set_format<'a>(
     )
 }
 
+/// shutdown/2 for `nifsock_tcp`: as gen_tcp, a listening socket is not
+/// connected (`nifsock:shutdown/2` does what `socket`'s does: on Linux it
+/// stops the listener).
+#[rustler::nif]
+fn tcp_shutdown<'a>(env: Env<'a>, sock: Sock<'a>, how: rustler::Atom) -> NifResult<Term<'a>> {
+    if sock.s.lock().listening {
+        return args::error(env, crate::error::Error::Os(libc::ENOTCONN));
+    }
+    crate::nif::conn::shutdown_how(env, sock, how)
+}
+
 #[rustler::nif]
 fn tcp_ended<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
     tcp::ended(env, sock)

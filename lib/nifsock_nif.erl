@@ -7,7 +7,7 @@
          recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
          setopt/4, getopt/3, sockname/1, peername/1, cancel/3,
          controlling_process/2, info/1, stats/0,
-         tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/6,
+         tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/7,
          tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/1, tcp_unread/2,
          tcp_shutdown/2]).
 
@@ -15,7 +15,7 @@
        recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
        setopt/4, getopt/3, sockname/1, peername/1, cancel/3,
        controlling_process/2, info/1, stats/0,
-         tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/6,
+         tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/7,
          tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/1, tcp_unread/2,
          tcp_shutdown/2]).
 
@@ -115,8 +115,8 @@ tcp_deliver(_S) -> erlang:nif_error(nif_not_loaded).
 tcp_set_active(_S, _Active, _Pump) -> erlang:nif_error(nif_not_loaded).
 
 -spec tcp_set_format(sock(), raw | line | 0..4, non_neg_integer(), boolean(),
-                     non_neg_integer() | infinity, boolean()) -> ok | {error, term()}.
-tcp_set_format(_S, _Packet, _PacketSize, _List, _SendTimeout, _KeepOpen) ->
+                     non_neg_integer() | infinity, boolean(), 0..255) -> ok | {error, term()}.
+tcp_set_format(_S, _Packet, _PacketSize, _List, _SendTimeout, _KeepOpen, _LineDelimiter) ->
     erlang:nif_error(nif_not_loaded).
 
 -spec tcp_shutdown(sock(), read | write | read_write) -> ok | {error, term()}.

@@ -1,6 +1,6 @@
 %% @doc A gen_tcp-shaped API over nifsock: `{IP, Port}' addresses, inet-style
 %% options, active modes (`{active, true | false | once | N}') and packet
-%% framing (`{packet, raw | 0 | 1 | 2 | 4 | line}').
+%% framing (`{packet, raw | 0 | 1 | 2 | 4 | line}', `{line_delimiter, C}').
 %%
 %% Active messages are `{nifsock, S, Data}', `{nifsock_closed, S}',
 %% `{nifsock_error, S, Reason}' and `{nifsock_passive, S}'. An active socket's
@@ -12,10 +12,10 @@
 %% Accepted sockets get the listener's options without system calls: Linux
 %% copies socket-level options (reuseaddr, reuseport, keepalive, nodelay,
 %% nopush, buffer sizes, linger, tos, ttl, keepidle, tclass) to accepted
-%% sockets, and nifsock copies its own (active, packet, mode, send_timeout,
-%% exit_on_close) inside the accept call. SO_PRIORITY is the exception Linux
-%% doesn't copy: when a priority was set on the listener, accept sets it (one
-%% setsockopt).
+%% sockets, and nifsock copies its own (active, packet, packet_size, mode,
+%% send_timeout, exit_on_close, line_delimiter, buffer) inside the accept
+%% call. SO_PRIORITY is the exception Linux doesn't copy: when a priority was
+%% set on the listener, accept sets it (one setsockopt).
 -module(nifsock_tcp).
 
 -export([listen/2, accept/1, accept/2, connect/3, connect/4, send/2, recv/2, recv/3,
@@ -29,11 +29,14 @@
 %% It is an immediate term, so the NIF keeps it without copying it into an
 %% env (user handles for nowait calls are references, as in socket).
 -define(WAIT_HANDLE(), erlang:unique_integer()).
+%% The options nifsock_tcp keeps in the socket (tcp_set_format/7 sets them all).
+-define(FORMAT, [packet, packet_size, mode, send_timeout, exit_on_close, line_delimiter]).
 
 -type socket() :: nifsock:socket().
 -type option() :: binary | list | inet | inet6 | local
                 | {active, boolean() | once | -32768..32767}
                 | {packet, raw | 0 | 1 | 2 | 4 | line} | {packet_size, non_neg_integer()}
+                | {line_delimiter, char()}
                 | {mode, binary | list} | {reuseaddr, boolean()} | {reuseport, boolean()}
                 | {nodelay, boolean()} | {keepalive, boolean()} | {backlog, integer()}
                 | {ip, inet:ip_address() | any | loopback} | {ifaddr, term()}
@@ -183,6 +186,11 @@ recv_loop(S, Length, H, Deadline) ->
         {error, {Reason, Partial}} when Reason =:= closed; Reason =:= econnreset ->
             ok = nifsock_nif:tcp_unread(S, Partial),
             ended(S);
+        {error, emsgsize} ->
+            %% a packet too large (its bytes are dropped): with exit_on_close
+            %% the socket is closed, as gen_tcp
+            ok = nifsock_nif:tcp_ended(S),
+            {error, emsgsize};
         {error, {Reason, _Partial}} ->
             {error, Reason};
         Result ->
@@ -213,8 +221,7 @@ setopts(S, Opts) when is_list(Opts) ->
     try
         P = parse(Opts, #{}),
         ok = ok(apply_sockopts(S, maps:get(sockopts, P, []))),
-        case lists:any(fun(K) -> maps:is_key(K, P) end,
-                       [packet, packet_size, mode, send_timeout, exit_on_close]) of
+        case lists:any(fun(K) -> maps:is_key(K, P) end, ?FORMAT) of
             true -> ok = ok(set_format(S, maps:merge(current_format(S), P)));
             false -> ok
         end,
@@ -235,8 +242,7 @@ einval({error, {invalid, _}}) -> {error, einval};
 einval(Error) -> Error.
 
 current_format(S) ->
-    #{mode := Mode} = M = value(nifsock_nif:tcp_getopts(S)),
-    maps:with([packet, packet_size, send_timeout, mode, exit_on_close], M#{mode => Mode}).
+    maps:with(?FORMAT, value(nifsock_nif:tcp_getopts(S))).
 
 %% @doc Reads options, as `inet:getopts/2'.
 -spec getopts(socket(), [atom()]) -> {ok, [{atom(), term()}]} | {error, term()}.
@@ -249,7 +255,7 @@ getopts(S, Names) when is_list(Names) ->
     end.
 
 getopt(_S, N, Tcp) when N =:= active; N =:= packet; N =:= packet_size; N =:= mode;
-                        N =:= send_timeout; N =:= exit_on_close ->
+                        N =:= send_timeout; N =:= exit_on_close; N =:= line_delimiter ->
     maps:get(N, Tcp);
 getopt(S, linger, _) ->
     #{onoff := On, linger := T} = value(nifsock:getopt(S, {socket, linger})),
@@ -394,6 +400,8 @@ parse_one({packet, K}, P) when K =:= raw; K =:= 1; K =:= 2; K =:= 4; K =:= line 
 parse_one({packet_size, N}, P) when is_integer(N), N >= 0 -> P#{packet_size => N};
 parse_one({send_timeout, T}, P) when T =:= infinity; is_integer(T), T >= 0 -> P#{send_timeout => T};
 parse_one({exit_on_close, B}, P) when is_boolean(B) -> P#{exit_on_close => B};
+%% any integer, as inet: the driver keeps its low byte
+parse_one({line_delimiter, C}, P) when is_integer(C) -> P#{line_delimiter => C band 255};
 parse_one({backlog, N}, P) when is_integer(N) -> P#{backlog => N};
 parse_one({ip, IP}, P) -> P#{ip => IP};
 parse_one({ifaddr, {local, Path}}, P) -> P#{domain => local, path => Path};
@@ -446,7 +454,8 @@ apply_sockopts(S, [{Opt, Value} | Rest]) ->
 set_format(S, P) ->
     nifsock_nif:tcp_set_format(S, maps:get(packet, P, raw), maps:get(packet_size, P, 0),
                                maps:get(mode, P, list) =:= list, maps:get(send_timeout, P, infinity),
-                               not maps:get(exit_on_close, P, true)).
+                               not maps:get(exit_on_close, P, true),
+                               maps:get(line_delimiter, P, $\n)).
 
 set_active(S, A) ->
     nifsock_nif:tcp_set_active(S, A, nifsock_tcp_pump:for_caller()).

@@ -85,6 +85,13 @@
          tcp_closed_message_closes_socket/1,
          tcp_send_after_peer_close/1,
          tcp_ops_after_close/1,
+         tcp_packet_header_too_large_passive/1,
+         tcp_packet_header_too_large_active/1,
+         tcp_packet_too_large_exit_on_close_false/1,
+         tcp_packet_line_longer_than_buffer/1,
+         tcp_packet_line_size_limit/1,
+         tcp_line_delimiter/1,
+         tcp_line_delimiter_listen_getopts/1,
          tcp_shutdown_listener_enotconn/1,
          tcp_active_n_listener/1,
          tcp_kernel_accept_inheritance/1]).
@@ -169,6 +176,13 @@ cases() ->
      tcp_closed_message_closes_socket,
      tcp_send_after_peer_close,
      tcp_ops_after_close,
+     tcp_packet_header_too_large_passive,
+     tcp_packet_header_too_large_active,
+     tcp_packet_too_large_exit_on_close_false,
+     tcp_packet_line_longer_than_buffer,
+     tcp_packet_line_size_limit,
+     tcp_line_delimiter,
+     tcp_line_delimiter_listen_getopts,
      tcp_shutdown_listener_enotconn,
      tcp_active_n_listener].
 
@@ -1320,6 +1334,165 @@ tcp_ops_after_close(Config) ->
 %%--------------------------------------------------------------------
 %% Packet limits, line_delimiter, listeners, option checks
 %%--------------------------------------------------------------------
+
+%% {packet, 4}: a header whose frame can't fit a C int (length 2^31 - 4 and up) is {error, emsgsize} at once, without packet_size, and closes the socket; a length just below waits for its bytes.
+tcp_packet_header_too_large_passive(Config) ->
+    M = mod(Config),
+    lists:foreach(
+      fun(Len) ->
+              {Peer, S} = raw_pair(Config, [binary, {active, false}, {packet, 4}]),
+              ok = gen_tcp:send(Peer, <<Len:32, "abc">>),
+              {error, emsgsize} = M:recv(S, 0, ?T),
+              %% exit_on_close: closed, the peer sees it (later calls: gen_tcp
+              %% enotconn, nifsock_tcp closed; neither waits)
+              {error, closed} = gen_tcp:recv(Peer, 0, ?T),
+              {error, E} = M:recv(S, 0, ?T),
+              true = E =:= closed orelse E =:= enotconn,
+              {error, _} = M:send(S, <<"x">>),
+              close_all(M, [S]), gen_tcp:close(Peer)
+      end, [16#7FFFFFFC, 16#80000000, 16#FFFFFFFF]),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {packet, 4}]),
+    ok = gen_tcp:send(Peer, <<16#7FFFFFFB:32, "abc">>),
+    {error, timeout} = M:recv(S, 0, ?QUIET),
+    ok = M:send(S, <<"x">>),
+    {ok, <<1:32, "x">>} = gen_tcp:recv(Peer, 5, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% A header too large for any packet (4 bytes) or for packet_size (1 byte) in {active, true | once | N}: {Error, S, emsgsize}, then {Closed, S}, and the socket is closed.
+tcp_packet_header_too_large_active(Config) ->
+    M = mod(Config),
+    {_, _, ErrorTag, _} = tags(Config),
+    lists:foreach(
+      fun({Active, Opts, Bad}) ->
+              {Peer, S} = raw_pair(Config, [binary, {active, false} | Opts]),
+              ok = gen_tcp:send(Peer, Bad),
+              ok = setopts(Config, S, [{active, Active}]),
+              receive
+                  {ErrorTag, S, emsgsize} -> ok
+              after ?T ->
+                      ct:fail({no_emsgsize, Active, Opts, flush_all()})
+              end,
+              closed(Config, S),
+              {error, closed} = M:send(S, <<"x">>),
+              {error, closed} = gen_tcp:recv(Peer, 0, ?T),
+              no_msg(S),
+              close_all(M, [S]), gen_tcp:close(Peer)
+      end, [{A, O, B} || A <- [true, once, 2],
+                         {O, B} <- [{[{packet, 4}], <<16#80000000:32, "abc">>},
+                                    {[{packet, 1}, {packet_size, 3}], <<4, "abcd">>}]]).
+
+%% With {exit_on_close, false} a too-large packet leaves the socket open: its bytes (and what came with them) are dropped, what comes later is read, send works; active mode still gets {Error, S, emsgsize} and {Closed, S}.
+tcp_packet_too_large_exit_on_close_false(Config) ->
+    M = mod(Config),
+    Opts = [binary, {packet, 2}, {packet_size, 10}, {exit_on_close, false}],
+    Bad = <<11:16, "abc">>,
+    {Peer, S} = raw_pair(Config, [{active, false} | Opts]),
+    ok = gen_tcp:send(Peer, <<Bad/binary, 2:16, "ok">>),
+    {error, emsgsize} = M:recv(S, 0, ?T),
+    {error, timeout} = M:recv(S, 0, ?QUIET),
+    ok = gen_tcp:send(Peer, <<2:16, "ok">>),
+    {ok, <<"ok">>} = M:recv(S, 0, ?T),
+    ok = M:send(S, <<"x">>),
+    {ok, <<1:16, "x">>} = gen_tcp:recv(Peer, 3, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer),
+    {_, _, ErrorTag, _} = tags(Config),
+    {Peer2, S2} = raw_pair(Config, [{active, true} | Opts]),
+    ok = gen_tcp:send(Peer2, Bad),
+    receive {ErrorTag, S2, emsgsize} -> ok after ?T -> ct:fail({no_emsgsize, flush_all()}) end,
+    closed(Config, S2),
+    ok = M:send(S2, <<"x">>),
+    {ok, <<1:16, "x">>} = gen_tcp:recv(Peer2, 3, ?T),
+    close_all(M, [S2]), gen_tcp:close(Peer2).
+
+%% {packet, line}: a line longer than `buffer' (set on the listener, which accepted sockets inherit) comes in pieces of `buffer' bytes, passive and active.
+tcp_packet_line_longer_than_buffer(Config) ->
+    M = mod(Config),
+    Lines = <<"0123456789abcdefghijklmn\nxy\n">>,
+    Pieces = [<<"0123456789">>, <<"abcdefghij">>, <<"klmn\n">>, <<"xy\n">>],
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {packet, line}, {buffer, 10}]),
+    {ok, [{buffer, 10}]} = getopts(Config, S, [buffer]),
+    ok = gen_tcp:send(Peer, Lines),
+    Pieces = [begin {ok, P} = M:recv(S, 0, ?T), P end || _ <- Pieces],
+    ok = setopts(Config, S, [{active, true}]),
+    ok = gen_tcp:send(Peer, Lines),
+    Pieces = [data(Config, S) || _ <- Pieces],
+    no_msg(S),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {packet, line} with packet_size: more than packet_size bytes without a delimiter, or a line longer than packet_size, is emsgsize, packet_size bytes wait; with a buffer below packet_size the limit is never reached (pieces).
+tcp_packet_line_size_limit(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {packet, line}, {packet_size, 5}]),
+    ok = gen_tcp:send(Peer, <<"abcde">>),
+    {error, timeout} = M:recv(S, 0, ?QUIET),
+    ok = gen_tcp:send(Peer, <<"\n">>),
+    {error, emsgsize} = M:recv(S, 0, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer),
+    {Peer2, S2} = raw_pair(Config, [binary, {active, false}, {packet, line}, {packet_size, 5}]),
+    ok = gen_tcp:send(Peer2, <<"abcd\n">>),
+    {ok, <<"abcd\n">>} = M:recv(S2, 0, ?T),
+    ok = gen_tcp:send(Peer2, <<"abcdef">>),
+    {error, emsgsize} = M:recv(S2, 0, ?T),
+    close_all(M, [S2]), gen_tcp:close(Peer2),
+    {Peer3, S3} = raw_pair(Config, [binary, {active, false}, {packet, line},
+                                    {packet_size, 5}, {buffer, 3}]),
+    ok = gen_tcp:send(Peer3, <<"abcdefgh\n">>),
+    [{ok, <<"abc">>}, {ok, <<"def">>}, {ok, <<"gh\n">>}] = [M:recv(S3, 0, ?T) || _ <- [1, 2, 3]],
+    close_all(M, [S3]), gen_tcp:close(Peer3).
+
+%% {line_delimiter, C} (setopts or connect): lines end at C, in passive and active mode, list mode too; it survives {packet, raw}; an integer above 255 counts by its low byte, as inet.
+tcp_line_delimiter(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {packet, line}]),
+    ok = setopts(Config, S, [{line_delimiter, $;}]),
+    ok = gen_tcp:send(Peer, <<"ab;cd\nef;gh">>),
+    {ok, <<"ab;">>} = M:recv(S, 0, ?T),
+    {ok, <<"cd\nef;">>} = M:recv(S, 0, ?T),
+    ok = setopts(Config, S, [{packet, raw}]),
+    {ok, <<"gh">>} = M:recv(S, 0, ?T),
+    ok = setopts(Config, S, [{packet, line}, {active, true}]),
+    ok = gen_tcp:send(Peer, <<"x;y\n;">>),
+    <<"x;">> = data(Config, S),
+    <<"y\n;">> = data(Config, S),
+    ok = setopts(Config, S, [{line_delimiter, 256 + $|}, list]),
+    ok = gen_tcp:send(Peer, <<"12|34|">>),
+    "12|" = data(Config, S),
+    "34|" = data(Config, S),
+    no_msg(S),
+    close_all(M, [S]), gen_tcp:close(Peer),
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, C} = M:connect({127, 0, 0, 1}, port(Config, L), [binary, {active, false},
+                                                         {packet, line}, {line_delimiter, 0}], ?T),
+    {ok, A} = M:accept(L, ?T),
+    ok = M:send(A, <<"a", 0, "b", 0>>),
+    [{ok, <<"a", 0>>}, {ok, <<"b", 0>>}] = [M:recv(C, 0, ?T) || _ <- [1, 2]],
+    close_all(M, [C, A, L]).
+
+%% line_delimiter as a listen option, on accepted sockets and in getopts: nifsock_tcp takes it in listen, accepted sockets inherit it and getopts reads it; OTP 25's gen_tcp exits with badarg in listen, does not inherit it and getopts says einval.
+tcp_line_delimiter_listen_getopts(Config) ->
+    M = mod(Config),
+    Opts = [binary, {active, false}, {packet, line}, {ip, {127, 0, 0, 1}}],
+    case M of
+        gen_tcp ->
+            {'EXIT', badarg} = (catch M:listen(0, [{line_delimiter, $;} | Opts])),
+            {ok, L} = M:listen(0, Opts),
+            ok = setopts(Config, L, [{line_delimiter, $;}]),
+            {error, einval} = getopts(Config, L, [line_delimiter]),
+            Expect = [{ok, <<"ab;cd\n">>}];
+        _ ->
+            {ok, L} = M:listen(0, [{line_delimiter, $;} | Opts]),
+            {ok, [{line_delimiter, $;}]} = getopts(Config, L, [line_delimiter]),
+            Expect = [{ok, <<"ab;">>}, {ok, <<"cd\n;">>}]
+    end,
+    {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L), [binary, {active, false}]),
+    {ok, S} = M:accept(L, ?T),
+    ok = gen_tcp:send(Peer, <<"ab;cd\n;">>),
+    Expect = [M:recv(S, 0, ?T) || _ <- Expect],
+    case M of
+        gen_tcp -> {error, einval} = getopts(Config, S, [line_delimiter]);
+        _ -> {ok, [{line_delimiter, $;}]} = getopts(Config, S, [line_delimiter])
+    end,
+    close_all(M, [S, L]), gen_tcp:close(Peer).
 
 %% shutdown/2 on a listening socket is {error, enotconn} for read, write and read_write, and the listener goes on accepting.
 tcp_shutdown_listener_enotconn(Config) ->

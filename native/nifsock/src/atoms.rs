@@ -16,6 +16,7 @@ rustler::atoms! {
     // nifsock_tcp messages and options
     nifsock, nifsock_closed, nifsock_error, nifsock_passive, active, once,
     raw, line, infinity, packet, packet_size, mode, send_timeout, list, binary, exit_on_close,
+    line_delimiter,
     // shutdown
     read, write, read_write,
     // option values and keys

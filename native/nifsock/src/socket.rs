@@ -110,6 +110,8 @@ pub struct TcpOpts {
     pub packet: crate::packet::Packet,
     /// Largest packet accepted (0: no limit).
     pub packet_size: usize,
+    /// `{line_delimiter, C}`: the byte that ends a `{packet, line}` packet.
+    pub line_delimiter: crate::packet::Delimiter,
     /// Deliver lists instead of binaries.
     pub list: bool,
     /// On a listener: the active mode accepted sockets start in.

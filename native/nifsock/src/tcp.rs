@@ -14,7 +14,7 @@ use crate::atoms;
 use crate::error::Error;
 use crate::lifecycle;
 use crate::nif::args::{self, Mode, Sock};
-use crate::packet::{self, Found, Packet};
+use crate::packet::{self, Bounds, Found, Packet};
 use crate::scratch_read::{self, ScratchRead};
 use crate::socket::{Active, Phase, TcpOpts};
 use crate::stats;
@@ -60,8 +60,9 @@ fn read_into(sock: &Sock, pending: &mut Vec<u8>, rcvbuf: usize) -> Read {
 }
 
 /// The first deliverable packet of `pending` under `opts` (`len` > 0 asks
-/// exactly that many bytes in raw mode).
-fn frame(opts: &TcpOpts, len: usize, pending: &[u8]) -> Found {
+/// exactly that many bytes in raw mode); `rcvbuf` is the socket's `buffer`,
+/// which bounds a line as inet's buffer does.
+fn frame(opts: &TcpOpts, len: usize, pending: &[u8], rcvbuf: usize) -> Found {
     match opts.packet {
         Packet::Raw if len > 0 => {
             if pending.len() >= len {
@@ -73,7 +74,14 @@ fn frame(opts: &TcpOpts, len: usize, pending: &[u8]) -> Found {
                 Found::Incomplete
             }
         }
-        p => packet::first(p, pending, opts.packet_size),
+        p => {
+            let bounds = Bounds {
+                limit: opts.packet_size,
+                trunc: rcvbuf,
+                delimiter: opts.line_delimiter.0,
+            };
+            packet::first(p, pending, bounds)
+        }
     }
 }
 
@@ -136,7 +144,7 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
     let mut drained = false;
     let mut ended = false;
     while opts.active != Active::Off {
-        match frame(&opts, 0, &pending) {
+        match frame(&opts, 0, &pending, rcvbuf) {
             Found::Packet { consumed, payload } => {
                 let data = data_term(env, pending.get(payload).unwrap_or(&[]), opts.list);
                 msg::send(env, &owner, (atoms::nifsock(), sock.term, data).encode(env));
@@ -156,6 +164,8 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
                 };
             }
             Found::TooLarge => {
+                // As inet: what was read is dropped with the bad packet.
+                pending.clear();
                 let m = (atoms::nifsock_error(), sock.term, Error::Os(libc::EMSGSIZE)).encode(env);
                 msg::send(env, &owner, m);
                 msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
@@ -298,8 +308,9 @@ pub fn set_active<'a>(
 }
 
 /// accept for `nifsock_tcp`: the accepted socket inherits the listener's
-/// framing and starts in its active mode, delivering inline what is already
-/// there (no select, no pump hop for a request that arrived with the connection).
+/// framing and `buffer` and starts in its active mode, delivering inline what
+/// is already there (no select, no pump hop for a request that arrived with
+/// the connection).
 pub fn accept<'a>(
     env: Env<'a>,
     l: Sock<'a>,
@@ -324,6 +335,8 @@ pub fn accept<'a>(
         // Linux doesn't copy SO_PRIORITY at accept (gen_tcp's accepted sockets have it).
         let _ = crate::sockopt::set_priority(new.s, p);
     }
+    // `buffer` ({otp, rcvbuf}), as inet's accepted sockets have the listener's.
+    new.s.set_rcvbuf(l.s.rcvbuf());
     if active != Active::Off {
         new.s.lock().tcp.active = active;
         deliver(env, new, &pump)?;
@@ -356,7 +369,8 @@ pub fn send_info<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
         .encode(env)
 }
 
-/// `nifsock_tcp` options as a map: active, packet, packet_size, mode, send_timeout.
+/// `nifsock_tcp` options as a map: active, packet, packet_size, mode,
+/// send_timeout, exit_on_close, line_delimiter.
 pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     let st = sock.s.lock();
     if st.phase != Phase::Open {
@@ -385,6 +399,7 @@ pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
         atoms::mode(),
         atoms::send_timeout(),
         atoms::exit_on_close(),
+        atoms::line_delimiter(),
     ];
     let vals = [
         active,
@@ -393,9 +408,23 @@ pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
         mode.encode(env),
         timeout_term(env, t.send_timeout),
         (!t.keep_open).encode(env),
+        t.line_delimiter.0.encode(env),
     ];
     let keys: Vec<Term> = keys.iter().map(|k| k.encode(env)).collect();
     Term::map_from_term_arrays(env, &keys, &vals).map_err(|_| rustler::Error::BadArg)
+}
+
+/// The format options `set_format` takes besides the packet mode and send
+/// timeout (which it decodes itself).
+pub struct Format {
+    /// `packet_size`.
+    pub packet_size: usize,
+    /// `{mode, list}`.
+    pub list: bool,
+    /// `{exit_on_close, false}`.
+    pub keep_open: bool,
+    /// `line_delimiter` (0..255).
+    pub line_delimiter: u8,
 }
 
 /// Sets packet framing, delivery format and send timeout.
@@ -403,10 +432,8 @@ pub fn set_format<'a>(
     env: Env<'a>,
     sock: Sock<'a>,
     packet: Term<'a>,
-    packet_size: usize,
-    list: bool,
     send_timeout: Term<'a>,
-    keep_open: bool,
+    f: Format,
 ) -> NifResult<Term<'a>> {
     let send_timeout = match send_timeout.decode::<u32>() {
         Ok(ms) => Some(ms),
@@ -440,11 +467,12 @@ pub fn set_format<'a>(
     if st.phase != Phase::Open {
         return args::error(env, Error::Closed);
     }
-    st.tcp.keep_open = keep_open;
+    st.tcp.keep_open = f.keep_open;
     st.tcp.packet = p;
-    st.tcp.packet_size = packet_size;
-    st.tcp.list = list;
+    st.tcp.packet_size = f.packet_size;
+    st.tcp.list = f.list;
     st.tcp.send_timeout = send_timeout;
+    st.tcp.line_delimiter = packet::Delimiter(f.line_delimiter);
     Ok(atoms::ok().encode(env))
 }
 
@@ -489,8 +517,9 @@ pub fn recv<'a>(
     };
     let caller = args::caller(env)?;
     let put_back = |pending: Vec<u8>| sock.s.lock().pending = pending;
+    let rcvbuf = sock.s.rcvbuf();
     loop {
-        match frame(&opts, len, &pending) {
+        match frame(&opts, len, &pending, rcvbuf) {
             Found::Packet { consumed, payload } => {
                 let data = data_term(env, pending.get(payload).unwrap_or(&[]), opts.list);
                 pending.drain(..consumed.min(pending.len()));
@@ -499,10 +528,13 @@ pub fn recv<'a>(
                 return Ok((atoms::ok(), data).encode(env));
             }
             Found::TooLarge => {
-                put_back(pending);
+                // As inet: what was read is dropped with the bad packet
+                // (`pending` was taken out of the socket); nifsock_tcp then
+                // ends the stream as at end of file.
+                drop(pending);
                 return args::error(env, Error::Os(libc::EMSGSIZE));
             }
-            Found::Incomplete => match read_into(&sock, &mut pending, sock.s.rcvbuf()) {
+            Found::Incomplete => match read_into(&sock, &mut pending, rcvbuf) {
                 Read::Got(_) => {}
                 Read::WouldBlock => {
                     put_back(pending);

@@ -22,6 +22,8 @@ fn tcp_set_active<'a>(
     tcp::set_active(env, sock, value, pump)
 }
 
+// One argument per format option, as nifsock_tcp keeps them: decoded here.
+#[allow(clippy::too_many_arguments)]
 #[rustler::nif]
 fn tcp_set_format<'a>(
     env: Env<'a>,
@@ -31,16 +33,15 @@ fn tcp_set_format<'a>(
     list: bool,
     send_timeout: Term<'a>,
     keep_open: bool,
+    line_delimiter: u8,
 ) -> NifResult<Term<'a>> {
-    tcp::set_format(
-        env,
-        sock,
-        packet,
+    let format = tcp::Format {
         packet_size,
         list,
-        send_timeout,
         keep_open,
-    )
+        line_delimiter,
+    };
+    tcp::set_format(env, sock, packet, send_timeout, format)
 }
 
 /// shutdown/2 for `nifsock_tcp`: as gen_tcp, a listening socket is not

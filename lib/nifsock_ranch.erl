@@ -81,6 +81,8 @@ listen(TransOpts) ->
     try nifsock_tcp:listen(0, local_opts(prepare_socket_opts(SocketOpts, Logger))) of
         Result -> Result
     catch
+        %% nifsock_tcp exits with badarg for a bad option, as gen_tcp
+        exit:badarg -> {error, einval};
         error:badarg -> {error, einval}
     end.
 
@@ -217,6 +219,7 @@ connect(Host, Port, Opts, Timeout) when is_integer(Port) ->
                             Timeout) of
         Result -> Result
     catch
+        exit:badarg -> {error, einval};
         error:badarg -> {error, einval}
     end.
 

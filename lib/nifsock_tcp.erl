@@ -51,9 +51,11 @@
 %%% Connections
 
 %% @doc Listens on `Port' (0: any), as `gen_tcp:listen/2'. Default backlog 5.
+%% As gen_tcp, a bad port or option exits with `badarg'.
 -spec listen(inet:port_number(), [option()]) -> {ok, socket()} | {error, term()}.
-listen(Port, Opts) when is_integer(Port), Port >= 0, is_list(Opts) ->
-    #{domain := Domain} = P = parse_or_badarg(Opts, #{port => Port}, [Port, Opts]),
+listen(Port, Opts) when is_list(Opts) ->
+    is_port_number(Port) orelse exit(badarg),
+    #{domain := Domain} = P = parse_or_exit(Opts, #{port => Port}),
     with_socket(Domain, P, fun(S) ->
         ok = ok(bind_addr(S, P)),
         ok = ok(nifsock:listen(S, maps:get(backlog, P, 5))),
@@ -94,12 +96,15 @@ accept_loop(L, H, Deadline) ->
 connect(Address, Port, Opts) ->
     connect(Address, Port, Opts, infinity).
 
-%% @doc Connects, as `gen_tcp:connect/4'.
+%% @doc Connects, as `gen_tcp:connect/4'. As gen_tcp, a bad port, address
+%% tuple or option exits with `badarg'.
 -spec connect(inet:socket_address() | inet:hostname(), inet:port_number(), [option()],
               timeout()) -> {ok, socket()} | {error, term()}.
-connect(Address, Port, Opts, Timeout) when is_integer(Port), is_list(Opts) ->
-    P0 = parse_or_badarg(Opts, #{}, [Address, Port, Opts, Timeout]),
-    case resolve(Address, maps:get(domain, P0)) of
+connect(Address, Port, Opts, Timeout)
+  when is_list(Opts), Timeout =:= infinity orelse is_integer(Timeout) andalso Timeout >= 0 ->
+    is_port_number(Port) orelse exit(badarg),
+    P0 = parse_or_exit(Opts, #{}),
+    case resolve(Address, maps:get(domain, P0), [Address, Port, Opts, Timeout]) of
         {ok, IP} ->
             #{domain := Domain} = P = P0#{remote => IP},
             with_socket(Domain, P, fun(S) ->
@@ -220,6 +225,8 @@ timeout_result(S) ->
 setopts(S, Opts) when is_list(Opts) ->
     try
         P = parse(Opts, #{}),
+        %% options that only listen/connect take are einval here, as inet
+        [erlang:error({invalid_option, O}) || O <- Opts, creation_only(O)],
         ok = ok(apply_sockopts(S, maps:get(sockopts, P, []))),
         case lists:any(fun(K) -> maps:is_key(K, P) end, ?FORMAT) of
             true -> ok = ok(set_format(S, maps:merge(current_format(S), P)));
@@ -377,16 +384,80 @@ inet_addr({error, _} = E) -> E.
 %%% ------------------------------------------------------------------
 %%% Option parsing
 
-%% gen_tcp raises badarg for options it doesn't know.
-parse_or_badarg(Opts, P, Args) ->
+%% gen_tcp's listen and connect exit with badarg for an option they don't
+%% know or a value of the wrong type (setopts returns {error, einval}).
+parse_or_exit(Opts, P) ->
     try parse(Opts, P)
-    catch error:{invalid_option, _} -> erlang:error(badarg, Args)
+    catch error:{invalid_option, _} -> exit(badarg)
     end.
 
 parse([], P) ->
     P#{domain => maps:get(domain, P, inet), sockopts => lists:reverse(maps:get(sockopts, P, []))};
 parse([Opt | Rest], P) ->
-    parse(Rest, parse_one(Opt, P)).
+    parse(Rest, parse_one(check(Opt), P)).
+
+%% inet's type check of an option's value (prim_inet:is_sockopt_val/2 and
+%% inet's listen and connect option lists), so that a value inet refuses is
+%% refused here whatever nifsock_tcp would make of it.
+check({raw, Level, Name, Value} = Opt) ->
+    case is_integer(Level) andalso is_integer(Name) andalso is_binary(Value) of
+        true -> Opt;
+        false -> erlang:error({invalid_option, Opt})
+    end;
+check({Name, Value} = Opt) ->
+    case valid(inet_type(Name), Value) of
+        true -> Opt;
+        false -> erlang:error({invalid_option, Opt})
+    end;
+check(Opt) ->
+    Opt.
+
+inet_type(N) when N =:= reuseaddr; N =:= reuseport; N =:= keepalive; N =:= dontroute;
+                  N =:= nodelay; N =:= nopush; N =:= ipv6_v6only; N =:= exit_on_close;
+                  N =:= send_timeout_close; N =:= delay_send; N =:= show_econnreset ->
+    bool;
+inet_type(N) when N =:= sndbuf; N =:= recbuf; N =:= priority; N =:= tos; N =:= ttl;
+                  N =:= buffer; N =:= low_watermark; N =:= high_watermark;
+                  N =:= low_msgq_watermark; N =:= high_msgq_watermark;
+                  N =:= line_delimiter ->
+    int;
+inet_type(N) when N =:= header; N =:= packet_size -> uint;
+inet_type(send_timeout) -> time;
+inet_type(linger) -> linger;
+inet_type(active) -> active;
+inet_type(mode) -> {enum, [list, binary]};
+inet_type(deliver) -> {enum, [port, term]};
+inet_type(bind_to_device) -> binary;
+inet_type(port) -> port;
+inet_type(N) when N =:= ip; N =:= ifaddr -> address;
+inet_type(_) -> any.
+
+valid(bool, V) -> is_boolean(V);
+valid(int, V) -> is_integer(V);
+valid(uint, V) -> is_integer(V) andalso V >= 0;
+valid(time, V) -> V =:= infinity orelse is_integer(V) andalso V >= 0;
+valid(linger, {On, T}) -> is_boolean(On) andalso is_integer(T);
+valid(linger, _) -> false;
+valid(active, V) -> is_boolean(V) orelse V =:= once
+                        orelse is_integer(V) andalso V >= -32768 andalso V =< 32767;
+valid({enum, Values}, V) -> lists:member(V, Values);
+valid(binary, V) -> is_binary(V);
+valid(port, V) -> is_port_number(V);
+valid(address, V) -> V =:= any orelse V =:= loopback orelse inet:is_ip_address(V)
+                         orelse is_tuple(V) andalso tuple_size(V) =:= 2
+                                andalso element(1, V) =:= local
+                         orelse is_map(V);
+valid(any, _) -> true.
+
+is_port_number(Port) -> is_integer(Port) andalso Port >= 0 andalso Port =< 65535.
+
+%% Options only listen/connect take: setopts gives einval, as inet.
+creation_only(O) when O =:= inet; O =:= inet6; O =:= local -> true;
+creation_only({K, _}) when K =:= ip; K =:= ifaddr; K =:= port; K =:= backlog;
+                           K =:= tcp_module; K =:= fd ->
+    true;
+creation_only(_) ->
+    false.
 
 parse_one(binary, P) -> P#{mode => binary};
 parse_one(list, P) -> P#{mode => list};
@@ -407,7 +478,8 @@ parse_one({ip, IP}, P) -> P#{ip => IP};
 parse_one({ifaddr, {local, Path}}, P) -> P#{domain => local, path => Path};
 parse_one({ifaddr, IP}, P) -> P#{ip => IP};
 parse_one({port, Port}, P) when is_integer(Port) -> P#{port => Port};
-parse_one({buffer, N}, P) when is_integer(N), N > 0 -> sockopt({otp, rcvbuf}, N, P);
+%% inet takes any integer, and uses 1 for less
+parse_one({buffer, N}, P) when is_integer(N) -> sockopt({otp, rcvbuf}, max(N, 1), P);
 parse_one({linger, {On, T}}, P) when is_boolean(On), is_integer(T) ->
     sockopt({socket, linger}, #{onoff => On, linger => T}, P);
 parse_one({raw, Level, Name, Value}, P) -> sockopt({Level, Name}, Value, P);
@@ -473,10 +545,14 @@ bind_addr(S, #{domain := Domain} = P) ->
 sockaddr(local, Path, _Port) -> #{family => local, path => Path};
 sockaddr(Domain, IP, Port) -> #{family => Domain, addr => IP, port => Port}.
 
-resolve({local, Path}, _Domain) -> {ok, Path};
-resolve(IP, _Domain) when is_tuple(IP) -> {ok, IP};
-resolve(Host, Domain) when is_list(Host); is_atom(Host) -> inet:getaddr(Host, Domain);
-resolve(_, _) -> {error, einval}.
+%% As gen_tcp: a tuple that is no address exits with badarg, a term that is
+%% neither an address nor a host name raises badarg.
+resolve({local, Path}, _Domain, _Args) -> {ok, Path};
+resolve(IP, _Domain, _Args) when is_tuple(IP) ->
+    inet:is_ip_address(IP) orelse exit(badarg),
+    {ok, IP};
+resolve(Host, Domain, _Args) when is_list(Host); is_atom(Host) -> inet:getaddr(Host, Domain);
+resolve(_, _Domain, Args) -> erlang:error(badarg, Args).
 
 %%% ------------------------------------------------------------------
 %%% Timeouts

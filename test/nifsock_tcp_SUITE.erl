@@ -94,6 +94,10 @@
          tcp_line_delimiter_listen_getopts/1,
          tcp_shutdown_listener_enotconn/1,
          tcp_active_n_listener/1,
+         tcp_options_bad_type_exit/1,
+         tcp_options_good_values_taken/1,
+         tcp_setopts_creation_only_einval/1,
+         tcp_bad_port_or_address_exit/1,
          tcp_kernel_accept_inheritance/1]).
 
 -define(T, 5000).         % bound for anything that should happen "now"
@@ -184,7 +188,11 @@ cases() ->
      tcp_line_delimiter,
      tcp_line_delimiter_listen_getopts,
      tcp_shutdown_listener_enotconn,
-     tcp_active_n_listener].
+     tcp_active_n_listener,
+     tcp_options_bad_type_exit,
+     tcp_options_good_values_taken,
+     tcp_setopts_creation_only_einval,
+     tcp_bad_port_or_address_exit].
 
 init_per_suite(Config) ->
     case code:ensure_loaded(nifsock_tcp) of
@@ -1529,6 +1537,60 @@ tcp_active_n_listener(Config) ->
     {error, einval} = setopts(Config, L, [{active, 32767}]),
     {ok, [{active, 5}]} = getopts(Config, L, [active]),
     no_msg(L),
+    close_all(M, [L]).
+
+%% An option inet refuses (unknown, or a value of the wrong type, raw included) makes listen and connect exit with badarg and setopts return {error, einval}.
+tcp_options_bad_type_exit(Config) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}, {backlog, 100}]),
+    Port = port(Config, L),
+    {ok, C} = M:connect({127, 0, 0, 1}, Port, [binary, {active, false}], ?T),
+    Bad = [{active, 'maybe'}, {active, 40000}, bogus, {bogus, 1}, {packet, 3}, {packet, x},
+           {packet_size, -1}, {packet_size, a}, {mode, text}, {reuseaddr, 1}, {nodelay, yes},
+           {keepalive, 1}, {ipv6_v6only, 1}, {buffer, a}, {recbuf, a}, {priority, a}, {tos, a},
+           {linger, {true, a}}, {linger, x}, {send_timeout, -1}, {send_timeout, a},
+           {exit_on_close, 1}, {send_timeout_close, 1}, {delay_send, 1}, {high_watermark, a},
+           {low_watermark, a}, {header, a}, {deliver, a}, {show_econnreset, a},
+           {line_delimiter, a}, {raw, x, 3, <<1:32/native>>}, {raw, 1, x, <<>>}, {raw, 1, 2, a},
+           {raw, 1, 2, 3}, {raw, 1, 2, [1]}, {ip, bad}, {ifaddr, bad}, {port, a}, {port, 70000}],
+    Got = [{Opt,
+            catch M:listen(0, [{ip, {127, 0, 0, 1}}, Opt]),
+            catch M:connect({127, 0, 0, 1}, Port, [Opt], ?T),
+            setopts(Config, C, [Opt])} || Opt <- Bad],
+    [] = [G || {Opt, _, _, _} = G <- Got, G =/= {Opt, {'EXIT', badarg}, {'EXIT', badarg},
+                                                 {error, einval}}],
+    close_all(M, [C, L]).
+
+%% Values inet takes stay taken: a binary raw option, {buffer, 0} (as 1), any integer line_delimiter.
+tcp_options_good_values_taken(Config) ->
+    M = mod(Config),
+    Raw = {raw, 1, 2, <<1:32/native>>},       % SOL_SOCKET, SO_REUSEADDR
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}, Raw, {buffer, 0}]),
+    {ok, [{reuseaddr, true}, {buffer, 1}]} = getopts(Config, L, [reuseaddr, buffer]),
+    {ok, C} = M:connect({127, 0, 0, 1}, port(Config, L), [Raw, {line_delimiter, 256}], ?T),
+    ok = setopts(Config, C, [Raw, {buffer, -5}, {line_delimiter, -1}]),
+    {ok, [{buffer, 1}]} = getopts(Config, C, [buffer]),
+    close_all(M, [C, L]).
+
+%% Options only listen and connect take ({ip, _}, {port, _}, {backlog, _}, inet, {tcp_module, _}) make setopts return {error, einval}.
+tcp_setopts_creation_only_einval(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    [{error, einval} = setopts(Config, S, [Opt])
+     || Opt <- [{ip, {127, 0, 0, 1}}, {ifaddr, {127, 0, 0, 1}}, {port, 0}, {backlog, 5}, inet,
+                {tcp_module, inet_tcp}]],
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% A port outside 0..65535 or not an integer, or an address tuple that is no address, makes listen and connect exit (gen_tcp: badarg, or function_clause for connect's port range).
+tcp_bad_port_or_address_exit(Config) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    Port = port(Config, L),
+    Exits = fun(F) -> try F() of R -> {returned, R} catch exit:_ -> exit end end,
+    [exit = Exits(fun() -> M:listen(P, []) end) || P <- [-1, 65536, 70000, a]],
+    [exit = Exits(fun() -> M:connect({127, 0, 0, 1}, P, [], ?T) end) || P <- [-1, 70000, a]],
+    exit = Exits(fun() -> M:connect({1, 2, 3}, Port, [], ?T) end),
+    exit = Exits(fun() -> M:connect({127, 0, 0, 256}, Port, [], ?T) end),
     close_all(M, [L]).
 
 %%--------------------------------------------------------------------

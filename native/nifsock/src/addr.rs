@@ -91,7 +91,7 @@ pub fn decode(term: Term, family: Family) -> Result<SockAddr> {
         } else if key == atoms::addr() {
             addr = Some(v);
         } else if key == atoms::port() {
-            port = v.decode::<u16>().map_err(|_| Error::Invalid("sockaddr"))?;
+            port = exact::<u16>(v).ok_or(Error::Invalid("sockaddr"))?;
         } else if key == atoms::flowinfo() {
             flowinfo = v.decode::<u32>().map_err(|_| Error::Invalid("sockaddr"))?;
         } else if key == atoms::scope_id() {
@@ -160,9 +160,23 @@ fn special(a: Atom, family: Family, port: u16) -> Result<SocketAddr> {
     }
 }
 
+/// An integer that fits `T` exactly. Rustler's u8/u16 decoders truncate
+/// (`as`): port 70000 would bind port 4464 and octet 256 would be 0.
+fn exact<T: TryFrom<u64>>(t: Term) -> Option<T> {
+    T::try_from(t.decode::<u64>().ok()?).ok()
+}
+
 fn ipv4(t: Term) -> Option<Ipv4Addr> {
-    let (a, b, c, d) = t.decode::<(u8, u8, u8, u8)>().ok()?;
-    Some(Ipv4Addr::new(a, b, c, d))
+    let items = rustler::types::tuple::get_tuple(t).ok()?;
+    let [a, b, c, d] = items.as_slice() else {
+        return None;
+    };
+    Some(Ipv4Addr::new(
+        exact(*a)?,
+        exact(*b)?,
+        exact(*c)?,
+        exact(*d)?,
+    ))
 }
 
 fn ipv6(t: Term) -> Option<Ipv6Addr> {
@@ -172,7 +186,7 @@ fn ipv6(t: Term) -> Option<Ipv6Addr> {
     }
     let mut seg = [0u16; 8];
     for (s, item) in seg.iter_mut().zip(items) {
-        *s = item.decode::<u16>().ok()?;
+        *s = exact::<u16>(item)?;
     }
     Some(Ipv6Addr::from(seg))
 }

@@ -446,10 +446,10 @@ pub fn set_format<'a>(
         }
         Err(_) => return args::error(env, Error::Invalid("send_timeout")),
     };
-    let p = if let Ok(n) = packet.decode::<u8>() {
+    let p = if let Ok(n) = packet.decode::<u64>() {
         match n {
             0 => Packet::Raw,
-            1 | 2 | 4 => Packet::Len(n),
+            1 | 2 | 4 => Packet::Len(n as u8),
             _ => return args::error(env, Error::Invalid("packet")),
         }
     } else {

@@ -12,6 +12,7 @@ pub mod conn;
 pub mod errno;
 pub mod error;
 pub mod fd_cell;
+pub mod gen_tcp_opts;
 pub mod lifecycle;
 pub mod nif;
 pub mod opts;

@@ -8,14 +8,16 @@
          setopt/4, getopt/3, sockname/1, peername/1, cancel/3,
          controlling_process/2, info/1, stats/0,
          tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/6,
-         tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/1, tcp_unread/2]).
+         tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
+         tcp_setopts/2]).
 
 -nifs([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
        recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
        setopt/4, getopt/3, sockname/1, peername/1, cancel/3,
        controlling_process/2, info/1, stats/0,
          tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/6,
-         tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/1, tcp_unread/2]).
+         tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
+         tcp_setopts/2]).
 
 -on_load(load/0).
 
@@ -117,8 +119,11 @@ tcp_set_active(_S, _Active, _Pump) -> erlang:nif_error(nif_not_loaded).
 tcp_set_format(_S, _Packet, _PacketSize, _List, _SendTimeout, _KeepOpen) ->
     erlang:nif_error(nif_not_loaded).
 
--spec tcp_ended(sock()) -> ok.
-tcp_ended(_S) -> erlang:nif_error(nif_not_loaded).
+-spec tcp_ended(sock(), boolean()) -> {error, closed | econnreset}.
+tcp_ended(_S, _Reset) -> erlang:nif_error(nif_not_loaded).
+
+-spec tcp_setopts(sock(), [{atom(), term()}]) -> ok | {error, term()}.
+tcp_setopts(_S, _Opts) -> erlang:nif_error(nif_not_loaded).
 
 -spec tcp_unread(sock(), binary()) -> ok.
 tcp_unread(_S, _Bytes) -> erlang:nif_error(nif_not_loaded).

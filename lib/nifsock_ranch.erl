@@ -19,8 +19,11 @@
 %%     the socket with the socket's `send_timeout'; `chunk_size' is ignored.
 %%     A file that is not raw falls back to read-and-send.</li>
 %% <li>`getstat' reports the socket's counters (`nifsock_tcp:getstat/1').</li>
-%% <li>Options that `nifsock_tcp' ignores (`delay_send',
-%%     watermarks, `send_timeout_close'...) are accepted and ignored;
+%% <li>gen_tcp's options are `nifsock_tcp''s: all readable with
+%%     `getopts/2' and inherited by accepted sockets (`send_timeout_close',
+%%     ranch_tcp's default true, closes the socket after a send timeout);
+%%     `delay_send', the watermarks and `deliver' are kept but work
+%%     differently (README, "Differences from gen_tcp");
 %%     `{inet_backend, _}' is dropped with a warning.</li>
 %% </ul>
 %%

@@ -12,10 +12,15 @@
 %% Accepted sockets get the listener's options without system calls: Linux
 %% copies socket-level options (reuseaddr, reuseport, keepalive, nodelay,
 %% nopush, buffer sizes, linger, tos, ttl, keepidle, tclass) to accepted
-%% sockets, and nifsock copies its own (active, packet, mode, send_timeout,
-%% exit_on_close) inside the accept call. SO_PRIORITY is the exception Linux
-%% doesn't copy: when a priority was set on the listener, accept sets it (one
-%% setsockopt).
+%% sockets, and nifsock copies its own (active, packet, packet_size, mode,
+%% send_timeout, exit_on_close, header, delay_send, the watermarks,
+%% send_timeout_close, show_econnreset, deliver) inside the accept call.
+%% SO_PRIORITY is the exception Linux doesn't copy: when a priority was set on
+%% the listener, accept sets it (one setsockopt).
+%%
+%% Every option `setopts/2' takes, `getopts/2' reads, with gen_tcp's defaults.
+%% Where one works differently from gen_tcp's (`delay_send', the watermarks,
+%% `deliver'), the README ("Differences from gen_tcp") says how and why.
 -module(nifsock_tcp).
 
 -export([listen/2, accept/1, accept/2, connect/3, connect/4, send/2, recv/2, recv/3,
@@ -41,6 +46,11 @@
                 | {recbuf, pos_integer()} | {sndbuf, pos_integer()}
                 | {linger, {boolean(), non_neg_integer()}} | {send_timeout, timeout()}
                 | {exit_on_close, boolean()} | {priority, integer()} | {tos, integer()}
+                | {header, non_neg_integer()} | {delay_send, boolean()}
+                | {high_watermark, integer()} | {low_watermark, integer()}
+                | {high_msgq_watermark, pos_integer()} | {low_msgq_watermark, pos_integer()}
+                | {send_timeout_close, boolean()} | {show_econnreset, boolean()}
+                | {deliver, port | term}
                 | {ipv6_v6only, boolean()} | {nopush, boolean()}
                 | {raw, integer(), integer(), binary() | integer()} | {atom(), term()}.
 
@@ -124,6 +134,7 @@ with_socket(Domain, P, Fun) ->
             try
                 ok = ok(apply_sockopts(S, maps:get(sockopts, P, []))),
                 ok = ok(set_format(S, P)),
+                ok = ok(set_layer_opts(S, lists:reverse(maps:get(layer, P, [])))),
                 Fun(S)
             catch
                 throw:{error, _} = Error ->
@@ -141,19 +152,31 @@ ok({error, _} = E) -> throw(E).
 %%% Data
 
 %% @doc Sends iodata (with a length header in `{packet, N}' mode), as `gen_tcp:send/2'.
+%% A connection reset is `{error, closed}', or `{error, econnreset}' with
+%% `{show_econnreset, true}'.
 -spec send(socket(), iodata()) -> ok | {error, term()}.
 send(S, Data) ->
     case nifsock_nif:tcp_send_info(S) of
         {N, Timeout} when is_integer(N) ->
-            result(nifsock:send(S, [<<(iolist_size(Data)):N/unit:8>>, Data], [], Timeout));
+            result(S, nifsock:send(S, [<<(iolist_size(Data)):N/unit:8>>, Data], [], Timeout));
         {_, Timeout} ->
-            result(nifsock:send(S, Data, [], Timeout))
+            result(S, nifsock:send(S, Data, [], Timeout))
     end.
 
-result(ok) -> ok;
-result({error, {Reason, _Rest}}) -> result({error, Reason});
-result({error, Reason}) when Reason =:= epipe; Reason =:= econnreset -> {error, closed};
-result({error, _} = E) -> E.
+result(_S, ok) -> ok;
+result(S, {error, {Reason, _Rest}}) -> send_error(S, Reason);
+result(S, {error, Reason}) -> send_error(S, Reason).
+
+%% gen_tcp reports EPIPE as closed, and a reset as closed unless show_econnreset is on.
+send_error(_S, epipe) ->
+    {error, closed};
+send_error(S, econnreset) ->
+    case nifsock_nif:tcp_getopts(S) of
+        #{show_econnreset := true} -> {error, econnreset};
+        _ -> {error, closed}
+    end;
+send_error(_S, Reason) ->
+    {error, Reason}.
 
 %% @equiv recv(S, Length, infinity)
 -spec recv(socket(), non_neg_integer()) -> {ok, binary() | string()} | {error, term()}.
@@ -179,21 +202,21 @@ recv_loop(S, Length, H, Deadline) ->
         more ->
             recv_loop(S, Length, H, Deadline);
         {error, Reason} when Reason =:= closed; Reason =:= econnreset ->
-            ended(S);
+            ended(S, Reason);
         {error, {Reason, Partial}} when Reason =:= closed; Reason =:= econnreset ->
             ok = nifsock_nif:tcp_unread(S, Partial),
-            ended(S);
+            ended(S, Reason);
         {error, {Reason, _Partial}} ->
             {error, Reason};
         Result ->
             Result
     end.
 
-%% The peer closed (or reset: gen_tcp reports both as closed): with
-%% exit_on_close (the default) the socket is closed too.
-ended(S) ->
-    ok = nifsock_nif:tcp_ended(S),
-    {error, closed}.
+%% The peer closed (or reset: gen_tcp reports both as closed unless
+%% show_econnreset is on): with exit_on_close (the default) the socket is
+%% closed too.
+ended(S, Reason) ->
+    nifsock_nif:tcp_ended(S, Reason =:= econnreset).
 
 %% gen_tcp drops nothing on timeout: the bytes of a partial read go back in
 %% front of the stream for the next recv.
@@ -207,17 +230,22 @@ timeout_result(S) ->
 %%% ------------------------------------------------------------------
 %%% Options
 
-%% @doc Sets options, as `inet:setopts/2'.
+%% @doc Sets options, as `inet:setopts/2': applied last to first, as inet
+%% does (of two values for one option, the first wins). Options that only
+%% `listen' and `connect' take (`inet', `inet6', `local', `ip', `ifaddr',
+%% `port', `backlog', `tcp_module') are `{error, einval}', as gen_tcp's.
 -spec setopts(socket(), [option()]) -> ok | {error, term()}.
 setopts(S, Opts) when is_list(Opts) ->
     try
-        P = parse(Opts, #{}),
+        P = parse(lists:reverse(Opts), #{}),
+        lists:any(fun open_only/1, Opts) andalso throw({error, einval}),
         ok = ok(apply_sockopts(S, maps:get(sockopts, P, []))),
         case lists:any(fun(K) -> maps:is_key(K, P) end,
                        [packet, packet_size, mode, send_timeout, exit_on_close]) of
             true -> ok = ok(set_format(S, maps:merge(current_format(S), P)));
             false -> ok
         end,
+        ok = ok(set_layer_opts(S, lists:reverse(maps:get(layer, P, [])))),
         case P of
             #{active := A} -> ok = ok(set_active(S, A));
             _ -> ok
@@ -238,24 +266,49 @@ current_format(S) ->
     #{mode := Mode} = M = value(nifsock_nif:tcp_getopts(S)),
     maps:with([packet, packet_size, send_timeout, mode, exit_on_close], M#{mode => Mode}).
 
-%% @doc Reads options, as `inet:getopts/2'.
--spec getopts(socket(), [atom()]) -> {ok, [{atom(), term()}]} | {error, term()}.
+open_only(Opt) when Opt =:= inet; Opt =:= inet6; Opt =:= local -> true;
+open_only({Name, _}) when Name =:= ip; Name =:= ifaddr; Name =:= port; Name =:= backlog;
+                          Name =:= tcp_module -> true;
+open_only(_) -> false.
+
+%% @doc Reads options, as `inet:getopts/2': every option `setopts/2' takes
+%% (`{raw, Level, Name, Len}' gives `{raw, Level, Name, Bin}').
+-spec getopts(socket(), [atom() | {raw, integer(), integer(), non_neg_integer()}]) ->
+          {ok, [{atom(), term()} | {raw, integer(), integer(), binary()}]} | {error, term()}.
 getopts(S, Names) when is_list(Names) ->
     try
         Tcp = value(nifsock_nif:tcp_getopts(S)),
-        {ok, [{N, getopt(S, N, Tcp)} || N <- Names]}
+        {ok, [getopt_pair(S, N, Tcp) || N <- Names]}
     catch
         throw:{error, _} = Error -> einval(Error)
     end.
 
+getopt_pair(S, {raw, Level, Name, Len}, _Tcp)
+  when is_integer(Level), is_integer(Name), is_integer(Len), Len >= 0 ->
+    Bin = case value(nifsock:getopt(S, {Level, Name})) of
+              I when is_integer(I) -> <<I:32/signed-native>>;
+              B when is_binary(B) -> B
+          end,
+    {raw, Level, Name, binary:part(Bin, 0, min(Len, byte_size(Bin)))};
+getopt_pair(S, N, Tcp) when is_atom(N) ->
+    {N, getopt(S, N, Tcp)};
+getopt_pair(_S, _N, _Tcp) ->
+    throw({error, einval}).
+
 getopt(_S, N, Tcp) when N =:= active; N =:= packet; N =:= packet_size; N =:= mode;
-                        N =:= send_timeout; N =:= exit_on_close ->
+                        N =:= send_timeout; N =:= exit_on_close; N =:= header;
+                        N =:= delay_send; N =:= high_watermark; N =:= low_watermark;
+                        N =:= high_msgq_watermark; N =:= low_msgq_watermark;
+                        N =:= send_timeout_close; N =:= show_econnreset; N =:= deliver ->
     maps:get(N, Tcp);
 getopt(S, linger, _) ->
     #{onoff := On, linger := T} = value(nifsock:getopt(S, {socket, linger})),
     {On, T};
 getopt(S, buffer, _) ->
     value(nifsock:getopt(S, {otp, rcvbuf}));
+getopt(S, bind_to_device, _) ->
+    %% a string at the socket level, a binary in inet's
+    iolist_to_binary(value(nifsock:getopt(S, {socket, bindtodevice})));
 getopt(S, N, _) ->
     case sockopt_name(N) of
         undefined -> throw({error, einval});
@@ -392,12 +445,19 @@ parse_one({linger, {On, T}}, P) when is_boolean(On), is_integer(T) ->
     sockopt({socket, linger}, #{onoff => On, linger => T}, P);
 parse_one({raw, Level, Name, Value}, P) -> sockopt({Level, Name}, Value, P);
 parse_one({tcp_module, _}, P) -> P;
-parse_one({Name, _}, P) when Name =:= delay_send; Name =:= header;
-                             Name =:= high_watermark; Name =:= low_watermark;
-                             Name =:= high_msgq_watermark; Name =:= low_msgq_watermark;
-                             Name =:= send_timeout_close; Name =:= deliver;
-                             Name =:= show_econnreset ->
-    P;
+%% gen_tcp-layer options kept in the socket (prim_inet sends integers as
+%% their low 32 bits: so do we; the NIF applies inet_drv's rules)
+parse_one({header, N}, P) when is_integer(N), N >= 0 ->
+    layer_opt(header, N band 16#ffffffff, P);
+parse_one({Name, N}, P) when (Name =:= high_watermark orelse Name =:= low_watermark orelse
+                              Name =:= high_msgq_watermark orelse Name =:= low_msgq_watermark),
+                             is_integer(N) ->
+    layer_opt(Name, N band 16#ffffffff, P);
+parse_one({Name, B}, P) when (Name =:= delay_send orelse Name =:= send_timeout_close orelse
+                              Name =:= show_econnreset), is_boolean(B) ->
+    layer_opt(Name, B, P);
+parse_one({deliver, D}, P) when D =:= port; D =:= term ->
+    layer_opt(deliver, D, P);
 parse_one({Name, Value} = Opt, P) ->
     case sockopt_name(Name) of
         undefined -> erlang:error({invalid_option, Opt});
@@ -408,6 +468,14 @@ parse_one(Opt, _P) ->
 
 sockopt(Opt, Value, P) ->
     P#{sockopts => [{Opt, Value} | maps:get(sockopts, P, [])]}.
+
+%% Kept last first, as sockopts (applied in the order parsed: the NIF applies
+%% the watermark pairs' rules in that order).
+layer_opt(Name, Value, P) ->
+    P#{layer => [{Name, Value} | maps:get(layer, P, [])]}.
+
+set_layer_opts(_S, []) -> ok;
+set_layer_opts(S, Opts) -> einval(nifsock_nif:tcp_setopts(S, Opts)).
 
 sockopt_name(reuseaddr) -> {socket, reuseaddr};
 sockopt_name(reuseport) -> {socket, reuseport};

@@ -27,6 +27,7 @@
 -export([ranch_exports_transport_callbacks/1,
          ranch_identity/1,
          ranch_listen_defaults/1,
+         ranch_inherit_options/1,
          ranch_listen_filters_disallowed/1,
          ranch_listen_errors/1,
          ranch_listen_local/1,
@@ -71,6 +72,7 @@ all() ->
     [ranch_exports_transport_callbacks,
      ranch_identity,
      ranch_listen_defaults,
+     ranch_inherit_options,
      ranch_listen_filters_disallowed,
      ranch_listen_errors,
      ranch_listen_local,
@@ -173,6 +175,24 @@ ranch_listen_defaults(_Config) ->
     {ok, [{active, false}, {packet, raw}, {mode, binary}, {nodelay, true}, {send_timeout, 1234}]} =
         ?TR:getopts(S, [active, packet, mode, nodelay, send_timeout]),
     ok = ?TR:close(S), ok = ?TR:close(L4), gen_tcp:close(C).
+
+%% Ranch's acceptor_SUITE:tcp_inherit_options: an accepted socket reads the listener's nodelay and send_timeout_close (ranch_tcp's default send_timeout_close true too), and getopts/setopts pass gen_tcp's other options through.
+ranch_inherit_options(_Config) ->
+    {ok, L} = ?TR:listen(#{socket_opts => [{ip, {127, 0, 0, 1}}, {nodelay, false},
+                                           {send_timeout_close, false}]}),
+    {ok, {_, Port}} = ?TR:sockname(L),
+    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port, []),
+    {ok, S} = ?TR:accept(L, ?T),
+    {ok, [{nodelay, false}, {send_timeout_close, false}]} =
+        ?TR:getopts(S, [nodelay, send_timeout_close]),
+    Opts = [{header, 0}, {delay_send, true}, {high_watermark, 65536}, {low_watermark, 32768},
+            {show_econnreset, true}, {deliver, term}, {send_timeout_close, true}],
+    ok = ?TR:setopts(S, Opts),
+    {ok, Opts} = ?TR:getopts(S, [N || {N, _} <- Opts]),
+    ok = ?TR:close(S), ok = ?TR:close(L), gen_tcp:close(C),
+    {ok, L2} = ?TR:listen(#{socket_opts => [{ip, {127, 0, 0, 1}}]}),
+    {ok, [{send_timeout_close, true}]} = ?TR:getopts(L2, [send_timeout_close]),
+    ok = ?TR:close(L2).
 
 %% Disallowed user options (active, packet, mode, reuseaddr, list...) are dropped; allowed ones (nodelay false, backlog) are kept.
 ranch_listen_filters_disallowed(_Config) ->

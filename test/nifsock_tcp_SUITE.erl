@@ -85,11 +85,24 @@
          tcp_closed_message_closes_socket/1,
          tcp_send_after_peer_close/1,
          tcp_ops_after_close/1,
+         tcp_getopts_layer_defaults/1,
+         tcp_getopts_reads_every_setopt/1,
+         tcp_watermarks_move_together/1,
+         tcp_accept_inherits_layer_options/1,
+         tcp_header_delivery/1,
+         tcp_show_econnreset_active/1,
+         tcp_show_econnreset_passive/1,
          tcp_kernel_accept_inheritance/1]).
 
 -define(T, 5000).         % bound for anything that should happen "now"
 -define(QUIET, 200).      % how long "no message" is watched for
 -define(BIG, (4 * 1024 * 1024)).
+%% gen_tcp's defaults for the options nifsock_tcp keeps itself
+-define(LAYER_DEFAULTS,
+        [{header, 0}, {delay_send, false}, {high_watermark, 8192}, {low_watermark, 4096},
+         {high_msgq_watermark, 8192}, {low_msgq_watermark, 4096}, {send_timeout_close, false},
+         {show_econnreset, false}, {deliver, term}, {exit_on_close, true},
+         {send_timeout, infinity}, {packet_size, 0}]).
 
 %%--------------------------------------------------------------------
 %% CT callbacks
@@ -166,7 +179,14 @@ cases() ->
      tcp_packet_line_too_long,
      tcp_closed_message_closes_socket,
      tcp_send_after_peer_close,
-     tcp_ops_after_close].
+     tcp_ops_after_close,
+     tcp_getopts_layer_defaults,
+     tcp_getopts_reads_every_setopt,
+     tcp_watermarks_move_together,
+     tcp_accept_inherits_layer_options,
+     tcp_header_delivery,
+     tcp_show_econnreset_active,
+     tcp_show_econnreset_passive].
 
 init_per_suite(Config) ->
     case code:ensure_loaded(nifsock_tcp) of
@@ -1312,6 +1332,181 @@ tcp_ops_after_close(Config) ->
     {error, _} = M:controlling_process(S, self()),
     no_msg(S),
     gen_tcp:close(Peer).
+
+%%--------------------------------------------------------------------
+%% gen_tcp's own options, send timeouts, close and hand-over
+%%--------------------------------------------------------------------
+
+%% A fresh listener, connected and accepted socket read gen_tcp's defaults for the options the layer keeps itself (header, delay_send, the watermarks, send_timeout_close, show_econnreset, deliver...).
+tcp_getopts_layer_defaults(Config) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, C} = M:connect({127, 0, 0, 1}, port(Config, L), [binary, {active, false}], ?T),
+    {ok, S} = M:accept(L, ?T),
+    Names = [N || {N, _} <- ?LAYER_DEFAULTS],
+    [{X, {ok, ?LAYER_DEFAULTS}} = {X, getopts(Config, X, Names)} || X <- [L, C, S]],
+    close_all(M, [C, S, L]).
+
+%% Every option setopts takes reads back from getopts with the value set (one unknown name would fail the whole call); listen/connect-only options are {error, einval}.
+tcp_getopts_reads_every_setopt(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    Opts = [{header, 2}, {delay_send, true}, {high_watermark, 100000}, {low_watermark, 50000},
+            {high_msgq_watermark, 100000}, {low_msgq_watermark, 5000},
+            {send_timeout_close, true}, {show_econnreset, true}, {exit_on_close, false},
+            {send_timeout, 1000}, {packet, 2}, {packet_size, 100}, {mode, list},
+            {keepalive, true}, {nodelay, true}, {reuseaddr, true}, {dontroute, true},
+            {nopush, true}, {priority, 3}, {tos, 8}, {ttl, 33}, {linger, {true, 3}},
+            {buffer, 4000}, {active, once}, {deliver, port}],
+    [{O, ok} = {O, setopts(Config, S, [O])} || O <- Opts],
+    Names = [N || {N, _} <- Opts],
+    {ok, Opts} = getopts(Config, S, Names),
+    %% raw options read back as the bytes the kernel has (TCP_NODELAY here)
+    Raw = {raw, 6, 1, <<0:32/native>>},
+    ok = setopts(Config, S, [Raw]),
+    {ok, [Raw]} = getopts(Config, S, [{raw, 6, 1, 4}]),
+    case setopts(Config, S, [{bind_to_device, <<"lo">>}]) of
+        ok -> {ok, [{bind_to_device, <<"lo">>}]} = getopts(Config, S, [bind_to_device]);
+        {error, eperm} -> ok
+    end,
+    [{O, {error, einval}} = {O, setopts(Config, S, [O])}
+     || O <- [inet, inet6, local, {ip, {127, 0, 0, 1}}, {ifaddr, {127, 0, 0, 1}}, {port, 0},
+              {backlog, 5}, {tcp_module, inet_tcp}]],
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% The watermark pairs follow inet_drv's rules: a high set below the low lowers the low, a low set above the high raises the high; values are C ints: a negative send-queue one is 0, a message-queue one of 0 or -1 is {error, einval}, one above 2^31-1 is 2^31-1.
+tcp_watermarks_move_together(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    Get = fun() ->
+                  {ok, V} = getopts(Config, S, [high_watermark, low_watermark,
+                                                high_msgq_watermark, low_msgq_watermark]),
+                  [X || {_, X} <- V]
+          end,
+    ok = setopts(Config, S, [{high_watermark, 100}]),
+    [100, 100, 8192, 4096] = Get(),
+    ok = setopts(Config, S, [{low_watermark, 20000}]),
+    [20000, 20000, 8192, 4096] = Get(),
+    ok = setopts(Config, S, [{low_watermark, 5}]),
+    [20000, 5, 8192, 4096] = Get(),
+    ok = setopts(Config, S, [{high_watermark, -5}]),
+    [0, 0, 8192, 4096] = Get(),
+    ok = setopts(Config, S, [{high_watermark, 16#7fffffff}]),
+    [16#7fffffff, 0, 8192, 4096] = Get(),
+    ok = setopts(Config, S, [{high_watermark, 16#80000000}]),
+    [0, 0, 8192, 4096] = Get(),
+    ok = setopts(Config, S, [{high_msgq_watermark, 1}]),
+    [0, 0, 1, 1] = Get(),
+    ok = setopts(Config, S, [{low_msgq_watermark, 200}]),
+    [0, 0, 200, 200] = Get(),
+    {error, einval} = setopts(Config, S, [{low_msgq_watermark, 0}]),
+    {error, einval} = setopts(Config, S, [{high_msgq_watermark, -1}]),
+    [0, 0, 200, 200] = Get(),
+    ok = setopts(Config, S, [{high_msgq_watermark, 16#80000000}]),
+    [0, 0, 16#7fffffff, 200] = Get(),
+    %% one setopts call applies its options last to first, as inet:setopts
+    ok = setopts(Config, S, [{low_watermark, 50}, {high_watermark, 30}]),
+    [50, 50, 16#7fffffff, 200] = Get(),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% An accepted socket inherits the listener's gen_tcp-layer options (Ranch's tcp_inherit_options: nodelay and send_timeout_close, and the rest).
+tcp_accept_inherits_layer_options(Config) ->
+    M = mod(Config),
+    Opts = [{header, 2}, {delay_send, true}, {high_watermark, 100000}, {low_watermark, 50000},
+            {high_msgq_watermark, 100000}, {low_msgq_watermark, 5000},
+            {send_timeout_close, true}, {show_econnreset, true}, {deliver, port},
+            {exit_on_close, false}, {nodelay, false}],
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}} | Opts]),
+    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L), [], ?T),
+    {ok, S} = M:accept(L, ?T),
+    Names = [N || {N, _} <- Opts],
+    {ok, Opts} = getopts(Config, L, Names),
+    {ok, Opts} = getopts(Config, S, Names),
+    {ok, [{nodelay, false}, {send_timeout_close, false}]} =
+        begin
+            {ok, L2} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}},
+                                    {nodelay, false}, {send_timeout_close, false}]),
+            {ok, C2} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L2), [], ?T),
+            {ok, S2} = M:accept(L2, ?T),
+            R = getopts(Config, S2, [nodelay, send_timeout_close]),
+            close_all(M, [S2, L2]), gen_tcp:close(C2),
+            R
+        end,
+    close_all(M, [S, L]), gen_tcp:close(C).
+
+%% {header, N} in binary mode: a packet of N bytes or more comes as [B1, ..., BN | Rest], a shorter one as a plain list, passive and active, framed or raw; list mode is unaffected.
+tcp_header_delivery(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {header, 3}]),
+    ok = gen_tcp:send(Peer, <<"abcdef">>),
+    {ok, [$a, $b, $c | <<"def">>]} = M:recv(S, 6, ?T),
+    ok = gen_tcp:send(Peer, <<"xy">>),
+    {ok, "xy"} = M:recv(S, 2, ?T),
+    ok = gen_tcp:send(Peer, <<"xyz">>),
+    {ok, [$x, $y, $z | <<>>]} = M:recv(S, 3, ?T),
+    ok = setopts(Config, S, [{active, once}]),
+    ok = gen_tcp:send(Peer, <<"ghijk">>),
+    [$g, $h, $i | <<"jk">>] = data(Config, S),
+    ok = setopts(Config, S, [{packet, 2}, {header, 2}]),
+    ok = gen_tcp:send(Peer, <<3:16, "abc", 1:16, "z">>),
+    {ok, [$a, $b | <<"c">>]} = M:recv(S, 0, ?T),
+    {ok, "z"} = M:recv(S, 0, ?T),
+    ok = setopts(Config, S, [list]),
+    ok = gen_tcp:send(Peer, <<3:16, "abc">>),
+    {ok, "abc"} = M:recv(S, 0, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {show_econnreset, true} (inherited from the listener), active: a peer reset is {Error, S, econnreset} then {Closed, S}, after the data that came before it; with {active, once} set after the reset too.
+tcp_show_econnreset_active(Config) ->
+    M = mod(Config),
+    {DT, CT, ET, _} = tags(Config),
+    lists:foreach(
+      fun({Active, Data}) ->
+              {Peer, S} = raw_pair(Config, [binary, {active, Active}, {show_econnreset, true}]),
+              {ok, [{show_econnreset, true}]} = getopts(Config, S, [show_econnreset]),
+              [ok = gen_tcp:send(Peer, Data) || Data =/= <<>>],
+              ok = inet:setopts(Peer, [{linger, {true, 0}}]),
+              ok = gen_tcp:close(Peer),
+              case Active of
+                  false -> timer:sleep(50), ok = setopts(Config, S, [{active, once}]);
+                  _ -> ok
+              end,
+              [begin
+                   receive {DT, S, D} -> Data = D after ?T -> ct:fail(no_data) end
+               end || Data =/= <<>>],
+              receive Msg1 -> {ET, S, econnreset} = Msg1 after ?T -> ct:fail(no_error) end,
+              receive Msg2 -> {CT, S} = Msg2 after ?T -> ct:fail(no_closed) end,
+              no_msg(S),
+              M:close(S)
+      end, [{true, <<>>}, {true, <<"hello">>}, {false, <<>>}]).
+
+%% {show_econnreset, true}, passive: recv after a peer reset is {error, econnreset} (the data before it first); a send after one is {error, econnreset}; without the option both are {error, closed}.
+tcp_show_econnreset_passive(Config) ->
+    M = mod(Config),
+    Reset = fun(Opts) ->
+                    {Peer, S} = raw_pair(Config, [binary, {active, false} | Opts]),
+                    ok = gen_tcp:send(Peer, <<"hello">>),
+                    ok = inet:setopts(Peer, [{linger, {true, 0}}]),
+                    ok = gen_tcp:close(Peer),
+                    timer:sleep(50),
+                    S
+            end,
+    S1 = Reset([{show_econnreset, true}]),
+    {ok, <<"hello">>} = M:recv(S1, 0, ?T),
+    {error, econnreset} = M:recv(S1, 0, ?T),
+    {error, E} = M:recv(S1, 0, ?T),
+    true = E =:= closed orelse E =:= enotconn,
+    M:close(S1),
+    S2 = Reset([{show_econnreset, true}]),
+    {error, econnreset} = M:send(S2, <<"x">>),
+    M:close(S2),
+    S3 = Reset([]),
+    {ok, <<"hello">>} = M:recv(S3, 0, ?T),
+    {error, closed} = M:recv(S3, 0, ?T),
+    M:close(S3),
+    S4 = Reset([]),
+    {error, closed} = M:send(S4, <<"x">>),
+    M:close(S4).
 
 %%--------------------------------------------------------------------
 %% What Linux copies at accept (nifsock level, no nifsock_tcp)

@@ -27,6 +27,7 @@ pub mod sockopt;
 pub mod stats;
 pub mod sys;
 pub mod tcp;
+pub mod tcp_opts;
 pub mod traffic;
 pub mod unix_path;
 

@@ -12,6 +12,7 @@ use rustler::{Encoder, Env, NewBinary, NifResult, Term};
 
 use crate::atoms;
 use crate::error::Error;
+use crate::gen_tcp_opts::{self, Shape};
 use crate::lifecycle;
 use crate::nif::args::{self, Mode, Sock};
 use crate::packet::{self, Found, Packet};
@@ -24,14 +25,33 @@ use crate::sys::select::Dir;
 /// Most reads one delivery call makes before re-arming its select.
 const MAX_READS: usize = 4;
 
-fn data_term<'a>(env: Env<'a>, bytes: &[u8], list: bool) -> Term<'a> {
-    if list {
-        let items: Vec<Term<'a>> = bytes.iter().map(|b| b.encode(env)).collect();
-        return items.encode(env);
-    }
+fn binary_term<'a>(env: Env<'a>, bytes: &[u8]) -> Term<'a> {
     let mut b = NewBinary::new(env, bytes.len());
     b.as_mut_slice().copy_from_slice(bytes);
     b.into()
+}
+
+/// A packet as the owner gets it: a binary, a list (list mode), or, in
+/// binary mode with `{header, N}`, `[B1, ..., BN | Rest]` (gen_tcp's shape).
+fn data_term<'a>(env: Env<'a>, bytes: &[u8], opts: &TcpOpts) -> Term<'a> {
+    let shape = if opts.list {
+        Shape::List
+    } else {
+        gen_tcp_opts::shape(bytes.len(), opts.header)
+    };
+    match shape {
+        Shape::Binary => binary_term(env, bytes),
+        Shape::List => {
+            let items: Vec<Term<'a>> = bytes.iter().map(|b| b.encode(env)).collect();
+            items.encode(env)
+        }
+        Shape::Header(n) => {
+            let (head, rest) = bytes.split_at(n.min(bytes.len()));
+            head.iter()
+                .rev()
+                .fold(binary_term(env, rest), |tail, b| tail.list_prepend(*b))
+        }
+    }
 }
 
 enum Read {
@@ -91,13 +111,24 @@ fn close_ended(env: Env, sock: Sock) {
     }
 }
 
-/// After a passive recv saw the end of the stream: close unless `exit_on_close` is off.
-pub fn ended<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
-    let keep_open = sock.s.lock().tcp.keep_open;
+/// After a passive recv saw the end of the stream (`reset`: a connection
+/// reset): closes unless `exit_on_close` is off, and returns what recv
+/// returns, as gen_tcp: `{error, closed}`, or `{error, econnreset}` for a
+/// reset under `show_econnreset`.
+pub fn ended<'a>(env: Env<'a>, sock: Sock<'a>, reset: bool) -> Term<'a> {
+    let (keep_open, show) = {
+        let st = sock.s.lock();
+        (st.tcp.keep_open, st.tcp.show_econnreset)
+    };
     if !keep_open {
         close_ended(env, sock);
     }
-    atoms::ok().encode(env)
+    let reason = if reset && show {
+        Error::Os(libc::ECONNRESET)
+    } else {
+        Error::Closed
+    };
+    (atoms::error(), reason).encode(env)
 }
 
 /// Puts bytes back in front of the stream (a timed-out recv's partial data), so
@@ -138,7 +169,7 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
     while opts.active != Active::Off {
         match frame(&opts, 0, &pending) {
             Found::Packet { consumed, payload } => {
-                let data = data_term(env, pending.get(payload).unwrap_or(&[]), opts.list);
+                let data = data_term(env, pending.get(payload).unwrap_or(&[]), &opts);
                 msg::send(env, &owner, (atoms::nifsock(), sock.term, data).encode(env));
                 pending.drain(..consumed.min(pending.len()));
                 opts.active = match opts.active {
@@ -177,15 +208,16 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
                         rearm = true;
                         break;
                     }
-                    // A reset reads as a close, as gen_tcp without show_econnreset.
-                    Read::Eof | Read::Failed(libc::ECONNRESET) => {
+                    // A reset reads as a close, as gen_tcp without show_econnreset
+                    // (with it: `{nifsock_error, S, econnreset}`, then closed).
+                    Read::Failed(e) if e != libc::ECONNRESET || opts.show_econnreset => {
+                        let m = (atoms::nifsock_error(), sock.term, Error::Os(e)).encode(env);
+                        msg::send(env, &owner, m);
                         msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
                         opts.active = Active::Off;
                         ended = true;
                     }
-                    Read::Failed(e) => {
-                        let m = (atoms::nifsock_error(), sock.term, Error::Os(e)).encode(env);
-                        msg::send(env, &owner, m);
+                    Read::Eof | Read::Failed(_) => {
                         msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
                         opts.active = Active::Off;
                         ended = true;
@@ -349,7 +381,8 @@ pub fn send_info<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
         .encode(env)
 }
 
-/// `nifsock_tcp` options as a map: active, packet, packet_size, mode, send_timeout.
+/// `nifsock_tcp` options as a map: active, packet, packet_size, mode,
+/// send_timeout, exit_on_close and the options of `tcp_opts`.
 pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     let st = sock.s.lock();
     if st.phase != Phase::Open {
@@ -387,7 +420,12 @@ pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
         timeout_term(env, t.send_timeout),
         (!t.keep_open).encode(env),
     ];
-    let keys: Vec<Term> = keys.iter().map(|k| k.encode(env)).collect();
+    let mut keys: Vec<Term> = keys.iter().map(|k| k.encode(env)).collect();
+    let mut vals = vals.to_vec();
+    for (k, v) in crate::tcp_opts::get(env, &t) {
+        keys.push(k);
+        vals.push(v);
+    }
     Term::map_from_term_arrays(env, &keys, &vals).map_err(|_| rustler::Error::BadArg)
 }
 
@@ -468,7 +506,11 @@ pub fn recv<'a>(
                 st.pending = v;
             }
         }
-        if st.tcp.packet == Packet::Raw && st.pending.is_empty() && !st.tcp.list {
+        if st.tcp.packet == Packet::Raw
+            && st.pending.is_empty()
+            && !st.tcp.list
+            && st.tcp.header == 0
+        {
             drop(st);
             // nifsock_tcp has no nowait: partial bytes stay in the socket.
             let mode = if mode == Mode::Nowait {
@@ -485,7 +527,7 @@ pub fn recv<'a>(
     loop {
         match frame(&opts, len, &pending) {
             Found::Packet { consumed, payload } => {
-                let data = data_term(env, pending.get(payload).unwrap_or(&[]), opts.list);
+                let data = data_term(env, pending.get(payload).unwrap_or(&[]), &opts);
                 pending.drain(..consumed.min(pending.len()));
                 put_back(pending);
                 lifecycle::done(env, sock.obj, Dir::Read, &caller);

@@ -44,8 +44,14 @@ fn tcp_set_format<'a>(
 }
 
 #[rustler::nif]
-fn tcp_ended<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
-    tcp::ended(env, sock)
+fn tcp_ended<'a>(env: Env<'a>, sock: Sock<'a>, reset: bool) -> Term<'a> {
+    tcp::ended(env, sock, reset)
+}
+
+/// Sets gen_tcp options kept beside the framing (`tcp_opts`).
+#[rustler::nif]
+fn tcp_setopts<'a>(env: Env<'a>, sock: Sock<'a>, opts: Term<'a>) -> NifResult<Term<'a>> {
+    crate::tcp_opts::set_opts(env, sock, opts)
 }
 
 #[rustler::nif]

@@ -561,7 +561,11 @@ sendfile(Socket, Filename, Offset, Bytes, Opts)
 sendfile(Socket, File, Offset, Bytes, Opts) ->
     case nifsock_tcp:getopts(Socket, [send_timeout]) of
         {ok, [{send_timeout, Timeout}]} ->
-            raw_sendfile(Socket, File, Offset, Bytes, Opts, Timeout);
+            %% what a timed-out send left queued goes out before the file
+            case nifsock_tcp:flush_queued(Socket, Timeout) of
+                ok -> raw_sendfile(Socket, File, Offset, Bytes, Opts, Timeout);
+                {error, _} = Error -> Error
+            end;
         {error, _} = Error ->
             Error
     end.

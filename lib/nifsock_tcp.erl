@@ -26,6 +26,7 @@
 -export([listen/2, accept/1, accept/2, connect/3, connect/4, send/2, recv/2, recv/3,
          close/1, shutdown/2, setopts/2, getopts/2, controlling_process/2,
          peername/1, sockname/1, port/1, getstat/1, getstat/2]).
+-export([flush_queued/2]).
 
 -export_type([socket/0, option/0]).
 
@@ -152,20 +153,80 @@ ok({error, _} = E) -> throw(E).
 %%% Data
 
 %% @doc Sends iodata (with a length header in `{packet, N}' mode), as `gen_tcp:send/2'.
-%% A connection reset is `{error, closed}', or `{error, econnreset}' with
-%% `{show_econnreset, true}'.
+%%
+%% With `{send_timeout, T}', a send that times out returns `{error, timeout}'
+%% and, as gen_tcp, keeps what it could not write queued in the socket: the
+%% next send (from any process) writes it first, so a timeout never cuts a
+%% packet and no later data overtakes it (`getstat' shows the queued bytes as
+%% `send_pend'). With `{send_timeout_close, true}' the timeout closes the
+%% socket instead. A connection reset is `{error, closed}', or `{error,
+%% econnreset}' with `{show_econnreset, true}'.
 -spec send(socket(), iodata()) -> ok | {error, term()}.
 send(S, Data) ->
-    case nifsock_nif:tcp_send_info(S) of
-        {N, Timeout} when is_integer(N) ->
-            result(S, nifsock:send(S, [<<(iolist_size(Data)):N/unit:8>>, Data], [], Timeout));
-        {_, Timeout} ->
-            result(S, nifsock:send(S, Data, [], Timeout))
+    {Packet, Timeout, Queued} = nifsock_nif:tcp_send_info(S),
+    IOV = case Packet of
+              N when is_integer(N) -> [<<(iolist_size(Data)):N/unit:8>>, Data];
+              _ -> Data
+          end,
+    case Queued of
+        false -> sent(S, IOV, nifsock:send(S, IOV, [], Timeout));
+        true -> send_after_rest(S, IOV, deadline(Timeout))
     end.
 
-result(_S, ok) -> ok;
-result(S, {error, {Reason, _Rest}}) -> send_error(S, Reason);
-result(S, {error, Reason}) -> send_error(S, Reason).
+sent(_S, _IOV, ok) -> ok;
+sent(S, _IOV, {error, {timeout, Rest}}) -> timed_out(S, Rest);
+sent(S, IOV, {error, timeout}) -> timed_out(S, IOV);
+sent(S, _IOV, {error, {Reason, _Rest}}) -> send_error(S, Reason);
+sent(S, _IOV, {error, Reason}) -> send_error(S, Reason).
+
+%% The bytes a timed-out send didn't write stay queued (or, with
+%% send_timeout_close, the socket is closed).
+timed_out(S, Rest) ->
+    _ = nifsock_nif:tcp_send_timeout(S, erlang:iolist_to_iovec(Rest)),
+    {error, timeout}.
+
+%% What earlier timed-out sends queued goes out first, within this send's time.
+send_after_rest(S, IOV, Deadline) ->
+    case flush(S, ?WAIT_HANDLE(), Deadline) of
+        ok -> sent(S, IOV, nifsock:send(S, IOV, [], time_left(Deadline)));
+        {error, timeout} -> timed_out(S, IOV);
+        {error, Reason} -> send_error(S, Reason)
+    end.
+
+flush(S, H, Deadline) ->
+    case nifsock_nif:tcp_flush(S, H, mode(Deadline)) of
+        select ->
+            receive
+                ?MSG(S, select, H) -> flush(S, H, Deadline);
+                ?MSG(S, abort, {H, Reason}) -> {error, Reason}
+            after remaining(Deadline) ->
+                    _ = nifsock_wait:cancel(S, send, H),
+                    {error, timeout}
+            end;
+        {error, closed} = Error ->
+            %% closed after our select message came: its abort may follow it
+            receive ?MSG(S, abort, {H, _}) -> ok after 0 -> ok end,
+            Error;
+        Result ->
+            Result
+    end.
+
+%% @private
+%% @doc Writes what timed-out sends left queued (see {@link send/2}), within
+%% `Timeout', for a caller about to write on the socket other than through
+%% `send/2' (`nifsock_ranch''s sendfile), so that its bytes don't overtake them.
+-spec flush_queued(socket(), timeout()) -> ok | {error, term()}.
+flush_queued(S, Timeout) ->
+    case nifsock_nif:tcp_send_info(S) of
+        {_, _, false} ->
+            ok;
+        {_, _, true} ->
+            case flush(S, ?WAIT_HANDLE(), deadline(Timeout)) of
+                ok -> ok;
+                {error, timeout} -> timed_out(S, []);
+                {error, Reason} -> send_error(S, Reason)
+            end
+    end.
 
 %% gen_tcp reports EPIPE as closed, and a reset as closed unless show_econnreset is on.
 send_error(_S, epipe) ->
@@ -358,9 +419,9 @@ port(S) ->
 
 %% @doc The socket's statistics under inet's names, as `inet:getstat/1':
 %% `recv_oct', `recv_cnt', `recv_max', `recv_avg', `send_oct', `send_cnt',
-%% `send_max', `send_avg' and `send_pend' (always 0: nifsock keeps no send
-%% queue of its own, a send returns once the kernel has the bytes). They
-%% come from the socket's counters (`nifsock:info/1'). The byte counts
+%% `send_max', `send_avg' and `send_pend' (the bytes timed-out sends left
+%% queued, see {@link send/2}: otherwise 0, a send returns once the kernel
+%% has the bytes). They come from the socket's counters (`nifsock:info/1'). The byte counts
 %% (`recv_oct', `send_oct') are gen_tcp's; the call counts differ: `recv_cnt'
 %% and `send_cnt' count the recv and sendmsg/sendfile system calls that moved
 %% bytes (and `*_max'/`*_avg' their sizes), where gen_tcp counts packets
@@ -379,7 +440,11 @@ getstat(S) ->
 getstat(S, Names) when is_list(Names) ->
     _ = try length(Names) catch error:badarg -> erlang:error(badarg, [S, Names]) end,
     try nifsock:info(S) of
-        #{rstates := States, counters := Counters} ->
+        #{rstates := States, counters := Counters0} ->
+            Counters = case lists:member(send_pend, Names) of
+                           true -> Counters0#{send_pend => send_pend(S)};
+                           false -> Counters0
+                       end,
             Stats = [{Name, stat(Name, Counters)} || Name <- Names],
             case not lists:member(open, States) orelse lists:keymember(error, 2, Stats) of
                 true -> {error, einval};
@@ -399,8 +464,14 @@ stat(send_oct, #{write_byte := V}) -> V;
 stat(send_cnt, #{write_pkg := V}) -> V;
 stat(send_max, #{write_pkg_max := V}) -> V;
 stat(send_avg, #{write_byte := B, write_pkg := N}) -> avg(B, N);
-stat(send_pend, #{}) -> 0;
+stat(send_pend, #{send_pend := V}) -> V;
 stat(_, _) -> error.
+
+send_pend(S) ->
+    case nifsock_nif:tcp_getopts(S) of
+        #{send_pend := N} -> N;
+        {error, _} -> 0
+    end.
 
 avg(_Bytes, 0) -> 0;
 avg(Bytes, Count) -> Bytes div Count.
@@ -539,3 +610,7 @@ mode(_) -> wait.
 remaining(infinity) -> infinity;
 remaining(zero) -> 0;
 remaining(D) -> max(0, D - erlang:monotonic_time(millisecond)).
+
+%% The timeout argument for what is left of a deadline.
+time_left(zero) -> 0;
+time_left(D) -> remaining(D).

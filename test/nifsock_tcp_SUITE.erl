@@ -90,6 +90,8 @@
          tcp_watermarks_move_together/1,
          tcp_accept_inherits_layer_options/1,
          tcp_header_delivery/1,
+         tcp_send_timeout_keeps_rest/1,
+         tcp_send_timeout_close_closes/1,
          tcp_show_econnreset_active/1,
          tcp_show_econnreset_passive/1,
          tcp_kernel_accept_inheritance/1]).
@@ -97,6 +99,7 @@
 -define(T, 5000).         % bound for anything that should happen "now"
 -define(QUIET, 200).      % how long "no message" is watched for
 -define(BIG, (4 * 1024 * 1024)).
+-define(FRAME, 65536).    % payload of the {packet, 4} frames of the send-timeout cases
 %% gen_tcp's defaults for the options nifsock_tcp keeps itself
 -define(LAYER_DEFAULTS,
         [{header, 0}, {delay_send, false}, {high_watermark, 8192}, {low_watermark, 4096},
@@ -185,6 +188,8 @@ cases() ->
      tcp_watermarks_move_together,
      tcp_accept_inherits_layer_options,
      tcp_header_delivery,
+     tcp_send_timeout_keeps_rest,
+     tcp_send_timeout_close_closes,
      tcp_show_econnreset_active,
      tcp_show_econnreset_passive].
 
@@ -1455,6 +1460,88 @@ tcp_header_delivery(Config) ->
     ok = gen_tcp:send(Peer, <<3:16, "abc">>),
     {ok, "abc"} = M:recv(S, 0, ?T),
     close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {send_timeout, T} to a {packet, 4} peer that stops reading: a send that times out keeps its unsent bytes queued (send_pend > 0), the next send (from another process) times out too instead of overtaking them, and once the peer drains, a last send finishes the queue first: every frame arrives whole and in order.
+tcp_send_timeout_keeps_rest(Config) ->
+    M = mod(Config),
+    {Peer, S} = slow_reader_pair(Config, [{send_timeout, 200}]),
+    {ok, Sent} = send_frames_until_timeout(M, S, 1, 1000),
+    {ok, [{send_pend, Pend}]} = getstat(M, S, [send_pend]),
+    true = Pend > 0,
+    Self = self(),
+    spawn_link(fun() -> Self ! {second, M:send(S, frame(Sent + 1))} end),
+    receive {second, Second} -> {error, timeout} = Second end,
+    Last = Sent + 2,
+    Reader = spawn_link(fun() -> Self ! {frames, read_frames(Peer, Last, [])} end),
+    spawn_link(fun() -> Self ! {last, M:send(S, frame(Last))} end),
+    receive {last, R} -> ok = R end,
+    Frames = receive {frames, F} -> F after 30000 -> ct:fail(reader_stuck) end,
+    unlink(Reader),
+    Expected = lists:seq(1, Last),
+    Expected = [Seq || {Seq, _} <- Frames],
+    [] = [Seq || {Seq, Intact} <- Frames, not Intact],
+    {ok, [{send_pend, 0}]} = getstat(M, S, [send_pend]),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {send_timeout_close, true}: a send that times out closes the socket; later sends and recvs fail (closed, or gen_tcp's enotconn), and the {packet, 4} peer gets whole frames, then the end of the stream.
+tcp_send_timeout_close_closes(Config) ->
+    M = mod(Config),
+    {Peer, S} = slow_reader_pair(Config, [{send_timeout, 200}, {send_timeout_close, true}]),
+    {ok, Sent} = send_frames_until_timeout(M, S, 1, 1000),
+    {error, E1} = M:send(S, <<"x">>),
+    true = E1 =:= closed orelse E1 =:= enotconn,
+    {error, E2} = M:recv(S, 0, 100),
+    true = E2 =:= closed orelse E2 =:= enotconn,
+    Frames = read_frames(Peer, none, []),
+    true = length(Frames) =< Sent,
+    Whole = [Seq || {Seq, true} <- Frames],
+    Whole = lists:seq(1, length(Frames)),
+    no_msg(S),
+    M:close(S), gen_tcp:close(Peer).
+
+%% A {packet, 4} sender with small buffers (and `Opts') and a gen_tcp
+%% {packet, 4} peer that doesn't read until told to.
+slow_reader_pair(Config, Opts) ->
+    M = mod(Config),
+    {ok, L} = gen_tcp:listen(0, [binary, {active, false}, {packet, 4}, {recbuf, 16384},
+                                 {ip, {127, 0, 0, 1}}]),
+    {ok, S} = M:connect({127, 0, 0, 1}, port_of(L), [binary, {active, false}, {packet, 4},
+                                                   {sndbuf, 16384} | Opts], ?T),
+    {ok, Peer} = gen_tcp:accept(L, ?T),
+    ok = gen_tcp:close(L),
+    {Peer, S}.
+
+port_of(L) ->
+    {ok, P} = inet:port(L),
+    P.
+
+%% Frame N: its sequence number, then ?FRAME bytes of N's low byte.
+frame(N) ->
+    [<<N:32>>, binary:copy(<<(N band 255)>>, ?FRAME)].
+
+send_frames_until_timeout(_M, _S, _N, 0) ->
+    never_timed_out;
+send_frames_until_timeout(M, S, N, Left) ->
+    case M:send(S, frame(N)) of
+        ok -> send_frames_until_timeout(M, S, N + 1, Left - 1);
+        {error, timeout} -> {ok, N};
+        Other -> {unexpected, N, Other}
+    end.
+
+%% {Seq, Intact} of each frame until frame Last, or the end of the stream.
+read_frames(Peer, Last, Acc) ->
+    case gen_tcp:recv(Peer, 0, ?T) of
+        {ok, <<Seq:32, Body/binary>>} ->
+            Acc1 = [{Seq, Body =:= binary:copy(<<(Seq band 255)>>, ?FRAME)} | Acc],
+            case Seq of
+                Last -> lists:reverse(Acc1);
+                _ -> read_frames(Peer, Last, Acc1)
+            end;
+        {ok, Short} ->
+            read_frames(Peer, Last, [{{short, byte_size(Short)}, false} | Acc]);
+        {error, _} ->
+            lists:reverse(Acc)
+    end.
 
 %% {show_econnreset, true} (inherited from the listener), active: a peer reset is {Error, S, econnreset} then {Closed, S}, after the data that came before it; with {active, once} set after the reset too.
 tcp_show_econnreset_active(Config) ->

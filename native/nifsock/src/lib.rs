@@ -28,6 +28,7 @@ pub mod stats;
 pub mod sys;
 pub mod tcp;
 pub mod tcp_opts;
+pub mod tcp_send;
 pub mod traffic;
 pub mod unix_path;
 

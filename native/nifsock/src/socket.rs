@@ -147,6 +147,24 @@ impl Default for TcpOpts {
     }
 }
 
+/// Bytes that a timed-out `nifsock_tcp` send accepted but could not write.
+/// They go out before any later data (gen_tcp keeps them queued too), so a
+/// timeout never cuts a packet. Allocated only when a send times out.
+#[derive(Debug, Default)]
+pub struct SendRest {
+    /// The bytes; `buf[off..]` are still to be written.
+    pub buf: Vec<u8>,
+    /// How many of `buf` are written.
+    pub off: usize,
+}
+
+impl SendRest {
+    /// The bytes still to be written.
+    pub fn unsent(&self) -> &[u8] {
+        self.buf.get(self.off..).unwrap_or(&[])
+    }
+}
+
 /// Everything under the state mutex.
 pub struct State {
     /// Lifecycle.
@@ -176,6 +194,8 @@ pub struct State {
     pub tcp: TcpOpts,
     /// Bytes read but not yet framed into a packet (`nifsock_tcp`).
     pub pending: Vec<u8>,
+    /// The unsent rest of timed-out `nifsock_tcp` sends.
+    pub send_rest: Option<Box<SendRest>>,
 }
 
 impl State {
@@ -245,6 +265,7 @@ impl Socket {
                 connecting: false,
                 tcp: TcpOpts::default(),
                 pending: Vec::new(),
+                send_rest: None,
             }),
             delivery: Mutex::new(()),
             traffic: Traffic::default(),

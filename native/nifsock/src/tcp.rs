@@ -101,9 +101,10 @@ fn tagged<'a>(env: Env<'a>, tag: rustler::Atom, sock: Term<'a>) -> Term<'a> {
     (tag, sock).encode(env)
 }
 
-/// Closes a socket whose stream ended (`exit_on_close`, gen_tcp's default). Never
-/// blocks: a lingering close goes to the closer thread.
-fn close_ended(env: Env, sock: Sock) {
+/// Closes a socket whose stream ended (`exit_on_close`, gen_tcp's default), or
+/// whose send timed out under `send_timeout_close`. Never blocks: a lingering
+/// close goes to the closer thread.
+pub fn close_ended(env: Env, sock: Sock) {
     if let Ok(lifecycle::Closed::Lingering) = lifecycle::close(lifecycle::Ctx::Nif(env), sock.obj) {
         if let Some(fd) = sock.s.lock().pending_close.take() {
             crate::closer::close_later(fd);
@@ -371,18 +372,24 @@ fn timeout_term<'a>(env: Env<'a>, t: Option<u32>) -> Term<'a> {
     }
 }
 
-/// `{Packet, SendTimeout}` for `nifsock_tcp:send/2`.
+/// `{Packet, SendTimeout, Queued}` for `nifsock_tcp:send/2` (`Queued`: bytes
+/// of a timed-out send wait to go out first).
 pub fn send_info<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
-    let t = sock.s.lock().tcp;
+    let (t, queued) = {
+        let st = sock.s.lock();
+        (st.tcp, st.send_rest.is_some())
+    };
     (
         packet_term(env, t.packet),
         timeout_term(env, t.send_timeout),
+        queued,
     )
         .encode(env)
 }
 
 /// `nifsock_tcp` options as a map: active, packet, packet_size, mode,
-/// send_timeout, exit_on_close and the options of `tcp_opts`.
+/// send_timeout, exit_on_close, the options of `tcp_opts`, and `send_pend`
+/// (bytes queued by timed-out sends).
 pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     let st = sock.s.lock();
     if st.phase != Phase::Open {
@@ -420,12 +427,15 @@ pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
         timeout_term(env, t.send_timeout),
         (!t.keep_open).encode(env),
     ];
+    let send_pend = st.send_rest.as_ref().map_or(0, |r| r.unsent().len());
     let mut keys: Vec<Term> = keys.iter().map(|k| k.encode(env)).collect();
     let mut vals = vals.to_vec();
     for (k, v) in crate::tcp_opts::get(env, &t) {
         keys.push(k);
         vals.push(v);
     }
+    keys.push(atoms::send_pend().encode(env));
+    vals.push(send_pend.encode(env));
     Term::map_from_term_arrays(env, &keys, &vals).map_err(|_| rustler::Error::BadArg)
 }
 

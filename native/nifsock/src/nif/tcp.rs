@@ -54,6 +54,23 @@ fn tcp_setopts<'a>(env: Env<'a>, sock: Sock<'a>, opts: Term<'a>) -> NifResult<Te
     crate::tcp_opts::set_opts(env, sock, opts)
 }
 
+/// A send timed out with `rest` unsent: queue it (or close, `send_timeout_close`).
+#[rustler::nif]
+fn tcp_send_timeout<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<Term<'a>> {
+    crate::tcp_send::timed_out(env, sock, rest)
+}
+
+/// Writes what timed-out sends left queued.
+#[rustler::nif]
+fn tcp_flush<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    handle: Term<'a>,
+    mode: Mode,
+) -> NifResult<Term<'a>> {
+    crate::tcp_send::flush(env, sock, handle, mode)
+}
+
 #[rustler::nif]
 fn tcp_unread<'a>(env: Env<'a>, sock: Sock<'a>, bytes: rustler::Binary<'a>) -> Term<'a> {
     tcp::unread(env, sock, bytes)

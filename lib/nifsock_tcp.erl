@@ -383,21 +383,49 @@ value(#{} = Map) -> Map.
 %%% ------------------------------------------------------------------
 %%% The rest
 
-%% @doc Closes the socket. Always `ok', as gen_tcp.
+%% @doc Closes the socket. Always `ok', as gen_tcp. As `gen_tcp:close/1' (OTP
+%% 25's `inet:tcp_close/1'), it takes one `{nifsock_closed, S}' out of the
+%% caller's mailbox if there is one; data messages stay.
 -spec close(socket()) -> ok.
 close(S) ->
     _ = nifsock:close(S),
-    ok.
+    receive {nifsock_closed, S} -> ok after 0 -> ok end.
 
 %% @doc Shuts down reading, writing or both.
 -spec shutdown(socket(), read | write | read_write) -> ok | {error, term()}.
 shutdown(S, How) ->
     nifsock:shutdown(S, How).
 
-%% @doc Makes `Pid' the owner: active messages go to it from now on.
+%% @doc Makes `Pid' the owner: active messages go to it from now on. As
+%% `gen_tcp:controlling_process/2' (OTP 25's `inet:tcp_controlling_process/2'),
+%% the socket is made passive, its data and closed messages already in the
+%% caller's mailbox are passed on to `Pid' in order (its error and passive
+%% messages stay), and the active mode is restored once `Pid' owns it.
 -spec controlling_process(socket(), pid()) -> ok | {error, term()}.
+controlling_process(S, Pid) when is_pid(Pid), Pid =:= self() ->
+    nifsock:controlling_process(S, Pid);
+controlling_process(S, Pid) when is_pid(Pid) ->
+    case nifsock_nif:tcp_pause(S) of
+        {ok, Active} ->
+            ok = hand_over(S, Pid),
+            Result = nifsock:controlling_process(S, Pid),
+            _ = case Active of
+                    false -> ok;
+                    _ -> set_active(S, Active)
+                end,
+            Result;
+        {error, _} = Error ->
+            Error
+    end;
 controlling_process(S, Pid) ->
-    nifsock:controlling_process(S, Pid).
+    erlang:error(badarg, [S, Pid]).
+
+hand_over(S, Pid) ->
+    receive
+        {nifsock, S, _} = Msg -> Pid ! Msg, hand_over(S, Pid);
+        {nifsock_closed, S} = Msg -> Pid ! Msg, hand_over(S, Pid)
+    after 0 -> ok
+    end.
 
 %% @doc `{ok, {IP, Port}}' of the peer.
 -spec peername(socket()) -> {ok, {inet:ip_address(), inet:port_number()} | binary()} | {error, term()}.

@@ -92,6 +92,8 @@
          tcp_header_delivery/1,
          tcp_send_timeout_keeps_rest/1,
          tcp_send_timeout_close_closes/1,
+         tcp_close_flushes_closed_message/1,
+         tcp_controlling_process_hands_over_queued/1,
          tcp_show_econnreset_active/1,
          tcp_show_econnreset_passive/1,
          tcp_kernel_accept_inheritance/1]).
@@ -190,6 +192,8 @@ cases() ->
      tcp_header_delivery,
      tcp_send_timeout_keeps_rest,
      tcp_send_timeout_close_closes,
+     tcp_close_flushes_closed_message,
+     tcp_controlling_process_hands_over_queued,
      tcp_show_econnreset_active,
      tcp_show_econnreset_passive].
 
@@ -782,8 +786,8 @@ tcp_controlling_process_while_streaming(Config) ->
     First = [receive {DT, S, D} -> D after ?T -> ct:fail(no_data) end || _ <- lists:seq(1, 5)],
     Collector = collector(self(), S, DT),
     ok = M:controlling_process(S, Collector),
-    %% Whatever reached our mailbox before the hand-over is ours (gen_tcp moves queued
-    %% messages to the new owner; nifsock_tcp leaves them: both are fine here).
+    %% The hand-over moved the data messages already in our mailbox to the
+    %% collector (both modules): anything still here is ours.
     Mine = iolist_to_binary([First | drain(DT, S)]),
     Collector ! {want, Total - byte_size(Mine)},
     receive
@@ -1543,6 +1547,72 @@ read_frames(Peer, Last, Acc) ->
             lists:reverse(Acc)
     end.
 
+%% close/1 takes one {Closed, S} out of the caller's mailbox, as gen_tcp's, and leaves the data messages of S (exit_on_close true and false).
+tcp_close_flushes_closed_message(Config) ->
+    M = mod(Config),
+    {DT, CT, _, _} = tags(Config),
+    lists:foreach(
+      fun(ExitOnClose) ->
+              {Peer, S} = raw_pair(Config, [binary, {active, true}, {exit_on_close, ExitOnClose}]),
+              ok = gen_tcp:send(Peer, <<"data">>),
+              ok = gen_tcp:close(Peer),
+              wait_for_msg({CT, S}),
+              ok = M:close(S),
+              [{DT, S, <<"data">>}] = msgs_of(S),
+              flush_all()
+      end, [true, false]),
+    %% exactly one closed message goes
+    {Peer2, S2} = raw_pair(Config, [binary, {active, false}]),
+    self() ! {CT, S2}, self() ! {CT, S2},
+    ok = M:close(S2),
+    [{CT, S2}] = msgs_of(S2),
+    flush_all(),
+    gen_tcp:close(Peer2).
+
+%% controlling_process/2 hands over the data and closed messages of S already in the caller's mailbox (data delivered inline at accept too), in order, and restores the active mode for the new owner; passive messages stay, as gen_tcp's.
+tcp_controlling_process_hands_over_queued(Config) ->
+    M = mod(Config),
+    {DT, CT, _, PT} = tags(Config),
+    %% data delivered to the acceptor before the hand-over
+    {ok, L} = M:listen(0, [binary, {active, true}, {ip, {127, 0, 0, 1}}]),
+    {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L), [binary, {active, false}]),
+    ok = gen_tcp:send(Peer, <<"early">>),
+    {ok, S} = M:accept(L, ?T),
+    wait_for_msg({DT, S, <<"early">>}),
+    Fwd = forwarder(self()),
+    ok = M:controlling_process(S, Fwd),
+    [] = msgs_of(S),
+    receive {via, Fwd, {DT, S, <<"early">>}} -> ok after ?T -> ct:fail(not_handed_over) end,
+    {ok, [{active, true}]} = getopts(Config, S, [active]),
+    ok = gen_tcp:send(Peer, <<"later">>),
+    receive {via, Fwd, {DT, S, <<"later">>}} -> ok after ?T -> ct:fail(not_active) end,
+    Fwd ! stop,
+    close_all(M, [S, L]), gen_tcp:close(Peer),
+    %% {active, 1}: the data goes, the passive message stays
+    {Peer2, S2} = raw_pair(Config, [binary, {active, false}]),
+    ok = setopts(Config, S2, [{active, 1}]),
+    ok = gen_tcp:send(Peer2, <<"one">>),
+    wait_for_msg({PT, S2}),
+    Fwd2 = forwarder(self()),
+    ok = M:controlling_process(S2, Fwd2),
+    [{PT, S2}] = msgs_of(S2),
+    receive {via, Fwd2, {DT, S2, <<"one">>}} -> ok after ?T -> ct:fail(not_handed_over) end,
+    {ok, [{active, false}]} = getopts(Config, S2, [active]),
+    Fwd2 ! stop, flush_all(),
+    close_all(M, [S2]), gen_tcp:close(Peer2),
+    %% exit_on_close false: the data and the closed message go, in order
+    {Peer3, S3} = raw_pair(Config, [binary, {active, true}, {exit_on_close, false}]),
+    ok = gen_tcp:send(Peer3, <<"last">>),
+    ok = gen_tcp:close(Peer3),
+    wait_for_msg({CT, S3}),
+    Fwd3 = forwarder(self()),
+    ok = M:controlling_process(S3, Fwd3),
+    [] = msgs_of(S3),
+    receive {via, Fwd3, Got1} -> {DT, S3, <<"last">>} = Got1 after ?T -> ct:fail(no_data) end,
+    receive {via, Fwd3, Got2} -> {CT, S3} = Got2 after ?T -> ct:fail(no_closed) end,
+    Fwd3 ! stop,
+    M:close(S3).
+
 %% {show_econnreset, true} (inherited from the listener), active: a peer reset is {Error, S, econnreset} then {Closed, S}, after the data that came before it; with {active, once} set after the reset too.
 tcp_show_econnreset_active(Config) ->
     M = mod(Config),
@@ -1594,6 +1664,21 @@ tcp_show_econnreset_passive(Config) ->
     S4 = Reset([]),
     {error, closed} = M:send(S4, <<"x">>),
     M:close(S4).
+
+%% Waits (bounded) for Msg and puts it back, behind what else is in the
+%% mailbox (a receive: process_info(self(), messages) may not show messages
+%% still in the process's signal queue).
+wait_for_msg(Msg) ->
+    receive Msg -> self() ! Msg
+    after ?T -> ct:fail({never_arrived, Msg, flush_all()})
+    end.
+
+%% Takes the messages about S out of the mailbox, in order.
+msgs_of(S) ->
+    receive
+        Msg when is_tuple(Msg), tuple_size(Msg) >= 2, element(2, Msg) =:= S -> [Msg | msgs_of(S)]
+    after 0 -> []
+    end.
 
 %%--------------------------------------------------------------------
 %% What Linux copies at accept (nifsock level, no nifsock_tcp)

@@ -357,6 +357,40 @@ pub fn accept<'a>(
     Ok(r)
 }
 
+fn active_term<'a>(env: Env<'a>, a: Active) -> Term<'a> {
+    match a {
+        Active::Off => false.encode(env),
+        Active::Forever => true.encode(env),
+        Active::Once => atoms::once().encode(env),
+        Active::Count(n) => n.encode(env),
+    }
+}
+
+/// The first step of `nifsock_tcp:controlling_process/2`, as gen_tcp's: the
+/// owner makes the socket passive (waiting out a delivery in progress), so
+/// no message arrives while it hands over the ones already in its mailbox,
+/// and learns the mode to restore afterwards (a listener's: the mode it
+/// passes on). `{ok, Active}`, or `{error, not_owner | closed}`.
+pub fn pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    let caller = args::caller(env)?;
+    let _serial = sock.s.delivery_lock();
+    let mut guard = sock.s.lock();
+    let st = &mut *guard;
+    if st.phase != Phase::Open {
+        return args::error(env, Error::Closed);
+    }
+    if !msg::same_pid(&st.owner, &caller) {
+        return args::error(env, Error::NotOwner);
+    }
+    let slot = if st.listening {
+        &mut st.tcp.accept_active
+    } else {
+        &mut st.tcp.active
+    };
+    let old = std::mem::replace(slot, Active::Off);
+    Ok((atoms::ok(), active_term(env, old)).encode(env))
+}
+
 fn packet_term<'a>(env: Env<'a>, p: Packet) -> Term<'a> {
     match p {
         Packet::Raw => atoms::raw().encode(env),
@@ -396,16 +430,14 @@ pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
         return args::error(env, Error::Closed);
     }
     let t = st.tcp;
-    let active = match if st.listening {
-        t.accept_active
-    } else {
-        t.active
-    } {
-        Active::Off => false.encode(env),
-        Active::Forever => true.encode(env),
-        Active::Once => atoms::once().encode(env),
-        Active::Count(n) => n.encode(env),
-    };
+    let active = active_term(
+        env,
+        if st.listening {
+            t.accept_active
+        } else {
+            t.active
+        },
+    );
     let mode = if t.list {
         atoms::list()
     } else {

@@ -107,3 +107,9 @@ fn tcp_recv<'a>(
 ) -> NifResult<Term<'a>> {
     tcp::recv(env, sock, len, handle, mode)
 }
+
+/// controlling_process's first step: passive now, `{ok, ModeToRestore}`.
+#[rustler::nif]
+fn tcp_pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    tcp::pause(env, sock)
+}

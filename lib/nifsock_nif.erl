@@ -9,7 +9,8 @@
          controlling_process/2, info/1, stats/0,
          tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/6,
          tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
-         tcp_setopts/2, tcp_send_timeout/2, tcp_flush/3, tcp_pause/1]).
+         tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2, tcp_flush/3,
+         tcp_pause/1]).
 
 -nifs([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
        recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
@@ -17,7 +18,8 @@
        controlling_process/2, info/1, stats/0,
          tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/6,
          tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
-         tcp_setopts/2, tcp_send_timeout/2, tcp_flush/3, tcp_pause/1]).
+         tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2, tcp_flush/3,
+         tcp_pause/1]).
 
 -on_load(load/0).
 
@@ -127,6 +129,9 @@ tcp_setopts(_S, _Opts) -> erlang:nif_error(nif_not_loaded).
 
 -spec tcp_send_timeout(sock(), [binary()]) -> ok | {error, term()}.
 tcp_send_timeout(_S, _Rest) -> erlang:nif_error(nif_not_loaded).
+
+-spec tcp_send_timeout_dirty(sock(), [binary()]) -> ok | {error, term()}.
+tcp_send_timeout_dirty(_S, _Rest) -> erlang:nif_error(nif_not_loaded).
 
 -spec tcp_flush(sock(), term(), mode()) -> ok | select | {error, term()}.
 tcp_flush(_S, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).

@@ -35,6 +35,8 @@
 %% It is an immediate term, so the NIF keeps it without copying it into an
 %% env (user handles for nowait calls are references, as in socket).
 -define(WAIT_HANDLE(), erlang:unique_integer()).
+%% A timed-out send's rest at least this large is copied on a dirty scheduler.
+-define(DIRTY_COPY, (1024 * 1024)).
 
 -type socket() :: nifsock:socket().
 -type option() :: binary | list | inet | inet6 | local
@@ -180,9 +182,14 @@ sent(S, _IOV, {error, {Reason, _Rest}}) -> send_error(S, Reason);
 sent(S, _IOV, {error, Reason}) -> send_error(S, Reason).
 
 %% The bytes a timed-out send didn't write stay queued (or, with
-%% send_timeout_close, the socket is closed).
+%% send_timeout_close, the socket is closed). They are copied: a large rest
+%% is copied on a dirty scheduler.
 timed_out(S, Rest) ->
-    _ = nifsock_nif:tcp_send_timeout(S, erlang:iolist_to_iovec(Rest)),
+    IOV = erlang:iolist_to_iovec(Rest),
+    _ = case iolist_size(IOV) >= ?DIRTY_COPY of
+            true -> nifsock_nif:tcp_send_timeout_dirty(S, IOV);
+            false -> nifsock_nif:tcp_send_timeout(S, IOV)
+        end,
     {error, timeout}.
 
 %% What earlier timed-out sends queued goes out first, within this send's time.

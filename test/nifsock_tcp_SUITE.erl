@@ -1465,7 +1465,7 @@ tcp_header_delivery(Config) ->
     {ok, "abc"} = M:recv(S, 0, ?T),
     close_all(M, [S]), gen_tcp:close(Peer).
 
-%% {send_timeout, T} to a {packet, 4} peer that stops reading: a send that times out keeps its unsent bytes queued (send_pend > 0), the next send (from another process) times out too instead of overtaking them, and once the peer drains, a last send finishes the queue first: every frame arrives whole and in order.
+%% {send_timeout, T} to a {packet, 4} peer that stops reading: a send that times out keeps its unsent bytes queued (send_pend > 0), the next send (from another process, 2 MiB: a rest copied on a dirty scheduler) times out too instead of overtaking them, and once the peer drains, a last send finishes the queue first: every frame arrives whole and in order.
 tcp_send_timeout_keeps_rest(Config) ->
     M = mod(Config),
     {Peer, S} = slow_reader_pair(Config, [{send_timeout, 200}]),
@@ -1473,7 +1473,7 @@ tcp_send_timeout_keeps_rest(Config) ->
     {ok, [{send_pend, Pend}]} = getstat(M, S, [send_pend]),
     true = Pend > 0,
     Self = self(),
-    spawn_link(fun() -> Self ! {second, M:send(S, frame(Sent + 1))} end),
+    spawn_link(fun() -> Self ! {second, M:send(S, frame(Sent + 1, 2 * 1024 * 1024))} end),
     receive {second, Second} -> {error, timeout} = Second end,
     Last = Sent + 2,
     Reader = spawn_link(fun() -> Self ! {frames, read_frames(Peer, Last, [])} end),
@@ -1519,9 +1519,13 @@ port_of(L) ->
     {ok, P} = inet:port(L),
     P.
 
-%% Frame N: its sequence number, then ?FRAME bytes of N's low byte.
+%% Frame N: its sequence number and size, then Size (default ?FRAME) bytes of
+%% N's low byte.
 frame(N) ->
-    [<<N:32>>, binary:copy(<<(N band 255)>>, ?FRAME)].
+    frame(N, ?FRAME).
+
+frame(N, Size) ->
+    [<<N:32, Size:32>>, binary:copy(<<(N band 255)>>, Size)].
 
 send_frames_until_timeout(_M, _S, _N, 0) ->
     never_timed_out;
@@ -1535,8 +1539,8 @@ send_frames_until_timeout(M, S, N, Left) ->
 %% {Seq, Intact} of each frame until frame Last, or the end of the stream.
 read_frames(Peer, Last, Acc) ->
     case gen_tcp:recv(Peer, 0, ?T) of
-        {ok, <<Seq:32, Body/binary>>} ->
-            Acc1 = [{Seq, Body =:= binary:copy(<<(Seq band 255)>>, ?FRAME)} | Acc],
+        {ok, <<Seq:32, Size:32, Body/binary>>} ->
+            Acc1 = [{Seq, Body =:= binary:copy(<<(Seq band 255)>>, Size)} | Acc],
             case Seq of
                 Last -> lists:reverse(Acc1);
                 _ -> read_frames(Peer, Last, Acc1)

@@ -21,7 +21,8 @@ use crate::sys::select::Dir;
 use crate::sys::syscall;
 
 /// A send timed out with `rest` (an I/O vector: the bytes it did not write)
-/// unsent: queue them, or close the socket under `send_timeout_close`.
+/// unsent: queue them (a copy: `nifsock_tcp` calls the dirty-scheduler entry
+/// point for a large rest), or close the socket under `send_timeout_close`.
 pub fn timed_out<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<Term<'a>> {
     let iov = IoVec::inspect(env, rest).ok_or(rustler::Error::BadArg)?;
     let close = {
@@ -35,9 +36,13 @@ pub fn timed_out<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<
             false
         } else {
             let r = st.send_rest.get_or_insert_with(Box::default);
-            let off = r.off.min(r.buf.len());
-            r.buf.drain(..off);
-            r.off = 0;
+            // Drop the written front only once it is most of the buffer, so
+            // repeated timeouts don't move the unsent bytes each time.
+            if r.off > r.buf.len() / 2 {
+                let off = r.off.min(r.buf.len());
+                r.buf.drain(..off);
+                r.off = 0;
+            }
             r.buf.reserve(iov.size());
             for b in iov.slices() {
                 r.buf.extend_from_slice(b);
@@ -66,10 +71,14 @@ fn write_rest(s: &Socket, fd: std::os::fd::RawFd, rest: &mut SendRest) -> Flushe
             return Flushed::Drained;
         }
         match syscall::send(fd, unsent, 0) {
-            Ok(0) => return Flushed::Blocked,
             Ok(n) => {
+                let partial = n < unsent.len();
                 s.count_write(n);
                 rest.off += n;
+                if partial {
+                    // the socket buffer is full: wait for room (no EAGAIN call)
+                    return Flushed::Blocked;
+                }
             }
             Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
                 stats::WRITES_EAGAIN.incr();

@@ -60,6 +60,12 @@ fn tcp_send_timeout<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResu
     crate::tcp_send::timed_out(env, sock, rest)
 }
 
+/// `tcp_send_timeout` for a rest too large to copy on a normal scheduler.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn tcp_send_timeout_dirty<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<Term<'a>> {
+    crate::tcp_send::timed_out(env, sock, rest)
+}
+
 /// Writes what timed-out sends left queued.
 #[rustler::nif]
 fn tcp_flush<'a>(

@@ -8,16 +8,18 @@
          setopt/4, getopt/3, sockname/1, peername/1, cancel/3,
          controlling_process/2, info/1, stats/0,
          tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/7,
-         tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/1, tcp_unread/2,
-         tcp_shutdown/2]).
+         tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
+         tcp_shutdown/2, tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2,
+         tcp_flush/3, tcp_pause/1]).
 
 -nifs([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
        recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
        setopt/4, getopt/3, sockname/1, peername/1, cancel/3,
        controlling_process/2, info/1, stats/0,
          tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/7,
-         tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/1, tcp_unread/2,
-         tcp_shutdown/2]).
+         tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
+         tcp_shutdown/2, tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2,
+         tcp_flush/3, tcp_pause/1]).
 
 -on_load(load/0).
 
@@ -122,13 +124,28 @@ tcp_set_format(_S, _Packet, _PacketSize, _List, _SendTimeout, _KeepOpen, _LineDe
 -spec tcp_shutdown(sock(), read | write | read_write) -> ok | {error, term()}.
 tcp_shutdown(_S, _How) -> erlang:nif_error(nif_not_loaded).
 
--spec tcp_ended(sock()) -> ok.
-tcp_ended(_S) -> erlang:nif_error(nif_not_loaded).
+-spec tcp_ended(sock(), boolean()) -> {error, closed | econnreset}.
+tcp_ended(_S, _Reset) -> erlang:nif_error(nif_not_loaded).
+
+-spec tcp_setopts(sock(), [{atom(), term()}]) -> ok | {error, term()}.
+tcp_setopts(_S, _Opts) -> erlang:nif_error(nif_not_loaded).
+
+-spec tcp_send_timeout(sock(), [binary()]) -> ok | {error, term()}.
+tcp_send_timeout(_S, _Rest) -> erlang:nif_error(nif_not_loaded).
+
+-spec tcp_send_timeout_dirty(sock(), [binary()]) -> ok | {error, term()}.
+tcp_send_timeout_dirty(_S, _Rest) -> erlang:nif_error(nif_not_loaded).
+
+-spec tcp_flush(sock(), term(), mode()) -> ok | select | {error, term()}.
+tcp_flush(_S, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).
+
+-spec tcp_pause(sock()) -> {ok, boolean() | once | integer()} | {error, term()}.
+tcp_pause(_S) -> erlang:nif_error(nif_not_loaded).
 
 -spec tcp_unread(sock(), binary()) -> ok.
 tcp_unread(_S, _Bytes) -> erlang:nif_error(nif_not_loaded).
 
--spec tcp_send_info(sock()) -> {raw | line | 1 | 2 | 4, non_neg_integer() | infinity}.
+-spec tcp_send_info(sock()) -> {raw | line | 1 | 2 | 4, non_neg_integer() | infinity, boolean()}.
 tcp_send_info(_S) -> erlang:nif_error(nif_not_loaded).
 
 -spec tcp_getopts(sock()) -> map() | {error, term()}.

@@ -20,8 +20,11 @@
 %%     the socket with the socket's `send_timeout'; `chunk_size' is ignored.
 %%     A file that is not raw falls back to read-and-send.</li>
 %% <li>`getstat' reports the socket's counters (`nifsock_tcp:getstat/1').</li>
-%% <li>Options that `nifsock_tcp' ignores (`delay_send',
-%%     watermarks, `send_timeout_close'...) are accepted and ignored;
+%% <li>gen_tcp's options are `nifsock_tcp''s: all readable with
+%%     `getopts/2' and inherited by accepted sockets (`send_timeout_close',
+%%     ranch_tcp's default true, closes the socket after a send timeout);
+%%     `delay_send', the watermarks and `deliver' are kept but work
+%%     differently (README, "Differences from gen_tcp");
 %%     `{inet_backend, _}' is dropped with a warning.</li>
 %% </ul>
 %%
@@ -341,7 +344,11 @@ sendfile(Socket, Filename, Offset, Bytes, Opts)
 sendfile(Socket, File, Offset, Bytes, Opts) ->
     case nifsock_tcp:getopts(Socket, [send_timeout]) of
         {ok, [{send_timeout, Timeout}]} ->
-            raw_sendfile(Socket, File, Offset, Bytes, Opts, Timeout);
+            %% what a timed-out send left queued goes out before the file
+            case nifsock_tcp:flush_queued(Socket, Timeout) of
+                ok -> raw_sendfile(Socket, File, Offset, Bytes, Opts, Timeout);
+                {error, _} = Error -> Error
+            end;
         {error, _} = Error ->
             Error
     end.

@@ -13,14 +13,20 @@
 %% copies socket-level options (reuseaddr, reuseport, keepalive, nodelay,
 %% nopush, buffer sizes, linger, tos, ttl, keepidle, tclass) to accepted
 %% sockets, and nifsock copies its own (active, packet, packet_size, mode,
-%% send_timeout, exit_on_close, line_delimiter, buffer) inside the accept
-%% call. SO_PRIORITY is the exception Linux doesn't copy: when a priority was
-%% set on the listener, accept sets it (one setsockopt).
+%% send_timeout, exit_on_close, line_delimiter, buffer, header, delay_send,
+%% the watermarks, send_timeout_close, show_econnreset, deliver) inside the
+%% accept call. SO_PRIORITY is the exception Linux doesn't copy: when a
+%% priority was set on the listener, accept sets it (one setsockopt).
+%%
+%% Every option `setopts/2' takes, `getopts/2' reads, with gen_tcp's defaults.
+%% Where one works differently from gen_tcp's (`delay_send', the watermarks,
+%% `deliver'), the README ("Differences from gen_tcp") says how and why.
 -module(nifsock_tcp).
 
 -export([listen/2, accept/1, accept/2, connect/3, connect/4, send/2, recv/2, recv/3,
          close/1, shutdown/2, setopts/2, getopts/2, controlling_process/2,
          peername/1, sockname/1, port/1, getstat/1, getstat/2]).
+-export([flush_queued/2]).
 
 -export_type([socket/0, option/0]).
 
@@ -31,6 +37,8 @@
 -define(WAIT_HANDLE(), erlang:unique_integer()).
 %% The options nifsock_tcp keeps in the socket (tcp_set_format/7 sets them all).
 -define(FORMAT, [packet, packet_size, mode, send_timeout, exit_on_close, line_delimiter]).
+%% A timed-out send's rest at least this large is copied on a dirty scheduler.
+-define(DIRTY_COPY, (1024 * 1024)).
 
 -type socket() :: nifsock:socket().
 -type option() :: binary | list | inet | inet6 | local
@@ -44,6 +52,11 @@
                 | {recbuf, pos_integer()} | {sndbuf, pos_integer()}
                 | {linger, {boolean(), non_neg_integer()}} | {send_timeout, timeout()}
                 | {exit_on_close, boolean()} | {priority, integer()} | {tos, integer()}
+                | {header, non_neg_integer()} | {delay_send, boolean()}
+                | {high_watermark, integer()} | {low_watermark, integer()}
+                | {high_msgq_watermark, pos_integer()} | {low_msgq_watermark, pos_integer()}
+                | {send_timeout_close, boolean()} | {show_econnreset, boolean()}
+                | {deliver, port | term}
                 | {ipv6_v6only, boolean()} | {nopush, boolean()}
                 | {raw, integer(), integer(), binary() | integer()} | {atom(), term()}.
 
@@ -132,6 +145,7 @@ with_socket(Domain, P, Fun) ->
             try
                 ok = ok(apply_sockopts(S, maps:get(sockopts, P, []))),
                 ok = ok(set_format(S, P)),
+                ok = ok(set_layer_opts(S, lists:reverse(maps:get(layer, P, [])))),
                 Fun(S)
             catch
                 throw:{error, _} = Error ->
@@ -149,19 +163,96 @@ ok({error, _} = E) -> throw(E).
 %%% Data
 
 %% @doc Sends iodata (with a length header in `{packet, N}' mode), as `gen_tcp:send/2'.
+%%
+%% With `{send_timeout, T}', a send that times out returns `{error, timeout}'
+%% and, as gen_tcp, keeps what it could not write queued in the socket: the
+%% next send (from any process) writes it first, so a timeout never cuts a
+%% packet and no later data overtakes it (`getstat' shows the queued bytes as
+%% `send_pend'). With `{send_timeout_close, true}' the timeout closes the
+%% socket instead. A connection reset is `{error, closed}', or `{error,
+%% econnreset}' with `{show_econnreset, true}'.
 -spec send(socket(), iodata()) -> ok | {error, term()}.
 send(S, Data) ->
-    case nifsock_nif:tcp_send_info(S) of
-        {N, Timeout} when is_integer(N) ->
-            result(nifsock:send(S, [<<(iolist_size(Data)):N/unit:8>>, Data], [], Timeout));
-        {_, Timeout} ->
-            result(nifsock:send(S, Data, [], Timeout))
+    {Packet, Timeout, Queued} = nifsock_nif:tcp_send_info(S),
+    IOV = case Packet of
+              N when is_integer(N) -> [<<(iolist_size(Data)):N/unit:8>>, Data];
+              _ -> Data
+          end,
+    case Queued of
+        false -> sent(S, IOV, nifsock:send(S, IOV, [], Timeout));
+        true -> send_after_rest(S, IOV, deadline(Timeout))
     end.
 
-result(ok) -> ok;
-result({error, {Reason, _Rest}}) -> result({error, Reason});
-result({error, Reason}) when Reason =:= epipe; Reason =:= econnreset -> {error, closed};
-result({error, _} = E) -> E.
+sent(_S, _IOV, ok) -> ok;
+sent(S, _IOV, {error, {timeout, Rest}}) -> timed_out(S, Rest);
+sent(S, IOV, {error, timeout}) -> timed_out(S, IOV);
+sent(S, _IOV, {error, {Reason, _Rest}}) -> send_error(S, Reason);
+sent(S, _IOV, {error, Reason}) -> send_error(S, Reason).
+
+%% The bytes a timed-out send didn't write stay queued (or, with
+%% send_timeout_close, the socket is closed). They are copied: a large rest
+%% is copied on a dirty scheduler.
+timed_out(S, Rest) ->
+    IOV = erlang:iolist_to_iovec(Rest),
+    _ = case iolist_size(IOV) >= ?DIRTY_COPY of
+            true -> nifsock_nif:tcp_send_timeout_dirty(S, IOV);
+            false -> nifsock_nif:tcp_send_timeout(S, IOV)
+        end,
+    {error, timeout}.
+
+%% What earlier timed-out sends queued goes out first, within this send's time.
+send_after_rest(S, IOV, Deadline) ->
+    case flush(S, ?WAIT_HANDLE(), Deadline) of
+        ok -> sent(S, IOV, nifsock:send(S, IOV, [], time_left(Deadline)));
+        {error, timeout} -> timed_out(S, IOV);
+        {error, Reason} -> send_error(S, Reason)
+    end.
+
+flush(S, H, Deadline) ->
+    case nifsock_nif:tcp_flush(S, H, mode(Deadline)) of
+        select ->
+            receive
+                ?MSG(S, select, H) -> flush(S, H, Deadline);
+                ?MSG(S, abort, {H, Reason}) -> {error, Reason}
+            after remaining(Deadline) ->
+                    _ = nifsock_wait:cancel(S, send, H),
+                    {error, timeout}
+            end;
+        {error, closed} = Error ->
+            %% closed after our select message came: its abort may follow it
+            receive ?MSG(S, abort, {H, _}) -> ok after 0 -> ok end,
+            Error;
+        Result ->
+            Result
+    end.
+
+%% @private
+%% @doc Writes what timed-out sends left queued (see {@link send/2}), within
+%% `Timeout', for a caller about to write on the socket other than through
+%% `send/2' (`nifsock_ranch''s sendfile), so that its bytes don't overtake them.
+-spec flush_queued(socket(), timeout()) -> ok | {error, term()}.
+flush_queued(S, Timeout) ->
+    case nifsock_nif:tcp_send_info(S) of
+        {_, _, false} ->
+            ok;
+        {_, _, true} ->
+            case flush(S, ?WAIT_HANDLE(), deadline(Timeout)) of
+                ok -> ok;
+                {error, timeout} -> timed_out(S, []);
+                {error, Reason} -> send_error(S, Reason)
+            end
+    end.
+
+%% gen_tcp reports EPIPE as closed, and a reset as closed unless show_econnreset is on.
+send_error(_S, epipe) ->
+    {error, closed};
+send_error(S, econnreset) ->
+    case nifsock_nif:tcp_getopts(S) of
+        #{show_econnreset := true} -> {error, econnreset};
+        _ -> {error, closed}
+    end;
+send_error(_S, Reason) ->
+    {error, Reason}.
 
 %% @equiv recv(S, Length, infinity)
 -spec recv(socket(), non_neg_integer()) -> {ok, binary() | string()} | {error, term()}.
@@ -187,14 +278,14 @@ recv_loop(S, Length, H, Deadline) ->
         more ->
             recv_loop(S, Length, H, Deadline);
         {error, Reason} when Reason =:= closed; Reason =:= econnreset ->
-            ended(S);
+            ended(S, Reason);
         {error, {Reason, Partial}} when Reason =:= closed; Reason =:= econnreset ->
             ok = nifsock_nif:tcp_unread(S, Partial),
-            ended(S);
+            ended(S, Reason);
         {error, emsgsize} ->
             %% a packet too large (its bytes are dropped): with exit_on_close
             %% the socket is closed, as gen_tcp
-            ok = nifsock_nif:tcp_ended(S),
+            _ = nifsock_nif:tcp_ended(S, false),
             {error, emsgsize};
         {error, {Reason, _Partial}} ->
             {error, Reason};
@@ -202,11 +293,11 @@ recv_loop(S, Length, H, Deadline) ->
             Result
     end.
 
-%% The peer closed (or reset: gen_tcp reports both as closed): with
-%% exit_on_close (the default) the socket is closed too.
-ended(S) ->
-    ok = nifsock_nif:tcp_ended(S),
-    {error, closed}.
+%% The peer closed (or reset: gen_tcp reports both as closed unless
+%% show_econnreset is on): with exit_on_close (the default) the socket is
+%% closed too.
+ended(S, Reason) ->
+    nifsock_nif:tcp_ended(S, Reason =:= econnreset).
 
 %% gen_tcp drops nothing on timeout: the bytes of a partial read go back in
 %% front of the stream for the next recv.
@@ -220,18 +311,22 @@ timeout_result(S) ->
 %%% ------------------------------------------------------------------
 %%% Options
 
-%% @doc Sets options, as `inet:setopts/2'.
+%% @doc Sets options, as `inet:setopts/2': applied last to first, as inet
+%% does (of two values for one option, the first wins). Options that only
+%% `listen' and `connect' take (`inet', `inet6', `local', `ip', `ifaddr',
+%% `port', `backlog', `tcp_module') are `{error, einval}', as gen_tcp's.
 -spec setopts(socket(), [option()]) -> ok | {error, term()}.
 setopts(S, Opts) when is_list(Opts) ->
     try
-        P = parse(Opts, #{}),
+        P = parse(lists:reverse(Opts), #{}),
         %% options that only listen/connect take are einval here, as inet
-        [erlang:error({invalid_option, O}) || O <- Opts, creation_only(O)],
+        lists:any(fun creation_only/1, Opts) andalso throw({error, einval}),
         ok = ok(apply_sockopts(S, maps:get(sockopts, P, []))),
         case lists:any(fun(K) -> maps:is_key(K, P) end, ?FORMAT) of
             true -> ok = ok(set_format(S, maps:merge(current_format(S), P)));
             false -> ok
         end,
+        ok = ok(set_layer_opts(S, lists:reverse(maps:get(layer, P, [])))),
         case P of
             #{active := A} -> ok = ok(set_active(S, A));
             _ -> ok
@@ -251,18 +346,36 @@ einval(Error) -> Error.
 current_format(S) ->
     maps:with(?FORMAT, value(nifsock_nif:tcp_getopts(S))).
 
-%% @doc Reads options, as `inet:getopts/2'.
--spec getopts(socket(), [atom()]) -> {ok, [{atom(), term()}]} | {error, term()}.
+%% @doc Reads options, as `inet:getopts/2': every option `setopts/2' takes
+%% (`{raw, Level, Name, Len}' gives `{raw, Level, Name, Bin}').
+-spec getopts(socket(), [atom() | {raw, integer(), integer(), non_neg_integer()}]) ->
+          {ok, [{atom(), term()} | {raw, integer(), integer(), binary()}]} | {error, term()}.
 getopts(S, Names) when is_list(Names) ->
     try
         Tcp = value(nifsock_nif:tcp_getopts(S)),
-        {ok, [{N, getopt(S, N, Tcp)} || N <- Names]}
+        {ok, [getopt_pair(S, N, Tcp) || N <- Names]}
     catch
         throw:{error, _} = Error -> einval(Error)
     end.
 
+getopt_pair(S, {raw, Level, Name, Len}, _Tcp)
+  when is_integer(Level), is_integer(Name), is_integer(Len), Len >= 0 ->
+    Bin = case value(nifsock:getopt(S, {Level, Name})) of
+              I when is_integer(I) -> <<I:32/signed-native>>;
+              B when is_binary(B) -> B
+          end,
+    {raw, Level, Name, binary:part(Bin, 0, min(Len, byte_size(Bin)))};
+getopt_pair(S, N, Tcp) when is_atom(N) ->
+    {N, getopt(S, N, Tcp)};
+getopt_pair(_S, _N, _Tcp) ->
+    throw({error, einval}).
+
 getopt(_S, N, Tcp) when N =:= active; N =:= packet; N =:= packet_size; N =:= mode;
-                        N =:= send_timeout; N =:= exit_on_close; N =:= line_delimiter ->
+                        N =:= send_timeout; N =:= exit_on_close; N =:= line_delimiter;
+                        N =:= header; N =:= delay_send; N =:= high_watermark;
+                        N =:= low_watermark; N =:= high_msgq_watermark;
+                        N =:= low_msgq_watermark; N =:= send_timeout_close;
+                        N =:= show_econnreset; N =:= deliver ->
     maps:get(N, Tcp);
 getopt(S, linger, _) ->
     #{onoff := On, linger := T} = value(nifsock:getopt(S, {socket, linger})),
@@ -271,6 +384,9 @@ getopt(S, buffer, _) ->
     value(nifsock:getopt(S, {otp, rcvbuf}));
 getopt(S, tos, _) ->
     tos_int(value(nifsock:getopt(S, {ip, tos})));
+getopt(S, bind_to_device, _) ->
+    %% a string at the socket level, a binary in inet's
+    iolist_to_binary(value(nifsock:getopt(S, {socket, bindtodevice})));
 getopt(S, N, _) ->
     case sockopt_name(N) of
         undefined -> throw({error, einval});
@@ -291,11 +407,13 @@ value(#{} = Map) -> Map.
 %%% ------------------------------------------------------------------
 %%% The rest
 
-%% @doc Closes the socket. Always `ok', as gen_tcp.
+%% @doc Closes the socket. Always `ok', as gen_tcp. As `gen_tcp:close/1' (OTP
+%% 25's `inet:tcp_close/1'), it takes one `{nifsock_closed, S}' out of the
+%% caller's mailbox if there is one; data messages stay.
 -spec close(socket()) -> ok.
 close(S) ->
     _ = nifsock:close(S),
-    ok.
+    receive {nifsock_closed, S} -> ok after 0 -> ok end.
 
 %% @doc Shuts down reading, writing or both. A listening socket is
 %% `{error, enotconn}', as gen_tcp (and keeps listening).
@@ -305,10 +423,36 @@ shutdown(S, How) when How =:= read; How =:= write; How =:= read_write ->
 shutdown(S, How) ->
     nifsock:shutdown(S, How).
 
-%% @doc Makes `Pid' the owner: active messages go to it from now on.
+%% @doc Makes `Pid' the owner: active messages go to it from now on. As
+%% `gen_tcp:controlling_process/2' (OTP 25's `inet:tcp_controlling_process/2'),
+%% the socket is made passive, its data and closed messages already in the
+%% caller's mailbox are passed on to `Pid' in order (its error and passive
+%% messages stay), and the active mode is restored once `Pid' owns it.
 -spec controlling_process(socket(), pid()) -> ok | {error, term()}.
+controlling_process(S, Pid) when is_pid(Pid), Pid =:= self() ->
+    nifsock:controlling_process(S, Pid);
+controlling_process(S, Pid) when is_pid(Pid) ->
+    case nifsock_nif:tcp_pause(S) of
+        {ok, Active} ->
+            ok = hand_over(S, Pid),
+            Result = nifsock:controlling_process(S, Pid),
+            _ = case Active of
+                    false -> ok;
+                    _ -> set_active(S, Active)
+                end,
+            Result;
+        {error, _} = Error ->
+            Error
+    end;
 controlling_process(S, Pid) ->
-    nifsock:controlling_process(S, Pid).
+    erlang:error(badarg, [S, Pid]).
+
+hand_over(S, Pid) ->
+    receive
+        {nifsock, S, _} = Msg -> Pid ! Msg, hand_over(S, Pid);
+        {nifsock_closed, S} = Msg -> Pid ! Msg, hand_over(S, Pid)
+    after 0 -> ok
+    end.
 
 %% @doc `{ok, {IP, Port}}' of the peer.
 -spec peername(socket()) -> {ok, {inet:ip_address(), inet:port_number()} | binary()} | {error, term()}.
@@ -330,9 +474,9 @@ port(S) ->
 
 %% @doc The socket's statistics under inet's names, as `inet:getstat/1':
 %% `recv_oct', `recv_cnt', `recv_max', `recv_avg', `send_oct', `send_cnt',
-%% `send_max', `send_avg' and `send_pend' (always 0: nifsock keeps no send
-%% queue of its own, a send returns once the kernel has the bytes). They
-%% come from the socket's counters (`nifsock:info/1'). The byte counts
+%% `send_max', `send_avg' and `send_pend' (the bytes timed-out sends left
+%% queued, see {@link send/2}: otherwise 0, a send returns once the kernel
+%% has the bytes). They come from the socket's counters (`nifsock:info/1'). The byte counts
 %% (`recv_oct', `send_oct') are gen_tcp's; the call counts differ: `recv_cnt'
 %% and `send_cnt' count the recv and sendmsg/sendfile system calls that moved
 %% bytes (and `*_max'/`*_avg' their sizes), where gen_tcp counts packets
@@ -351,7 +495,11 @@ getstat(S) ->
 getstat(S, Names) when is_list(Names) ->
     _ = try length(Names) catch error:badarg -> erlang:error(badarg, [S, Names]) end,
     try nifsock:info(S) of
-        #{rstates := States, counters := Counters} ->
+        #{rstates := States, counters := Counters0} ->
+            Counters = case lists:member(send_pend, Names) of
+                           true -> Counters0#{send_pend => send_pend(S)};
+                           false -> Counters0
+                       end,
             Stats = [{Name, stat(Name, Counters)} || Name <- Names],
             case not lists:member(open, States) orelse lists:keymember(error, 2, Stats) of
                 true -> {error, einval};
@@ -371,8 +519,14 @@ stat(send_oct, #{write_byte := V}) -> V;
 stat(send_cnt, #{write_pkg := V}) -> V;
 stat(send_max, #{write_pkg_max := V}) -> V;
 stat(send_avg, #{write_byte := B, write_pkg := N}) -> avg(B, N);
-stat(send_pend, #{}) -> 0;
+stat(send_pend, #{send_pend := V}) -> V;
 stat(_, _) -> error.
+
+send_pend(S) ->
+    case nifsock_nif:tcp_getopts(S) of
+        #{send_pend := N} -> N;
+        {error, _} -> 0
+    end.
 
 avg(_Bytes, 0) -> 0;
 avg(Bytes, Count) -> Bytes div Count.
@@ -484,12 +638,19 @@ parse_one({linger, {On, T}}, P) when is_boolean(On), is_integer(T) ->
     sockopt({socket, linger}, #{onoff => On, linger => T}, P);
 parse_one({raw, Level, Name, Value}, P) -> sockopt({Level, Name}, Value, P);
 parse_one({tcp_module, _}, P) -> P;
-parse_one({Name, _}, P) when Name =:= delay_send; Name =:= header;
-                             Name =:= high_watermark; Name =:= low_watermark;
-                             Name =:= high_msgq_watermark; Name =:= low_msgq_watermark;
-                             Name =:= send_timeout_close; Name =:= deliver;
-                             Name =:= show_econnreset ->
-    P;
+%% gen_tcp-layer options kept in the socket (prim_inet sends integers as
+%% their low 32 bits: so do we; the NIF applies inet_drv's rules)
+parse_one({header, N}, P) when is_integer(N), N >= 0 ->
+    layer_opt(header, N band 16#ffffffff, P);
+parse_one({Name, N}, P) when (Name =:= high_watermark orelse Name =:= low_watermark orelse
+                              Name =:= high_msgq_watermark orelse Name =:= low_msgq_watermark),
+                             is_integer(N) ->
+    layer_opt(Name, N band 16#ffffffff, P);
+parse_one({Name, B}, P) when (Name =:= delay_send orelse Name =:= send_timeout_close orelse
+                              Name =:= show_econnreset), is_boolean(B) ->
+    layer_opt(Name, B, P);
+parse_one({deliver, D}, P) when D =:= port; D =:= term ->
+    layer_opt(deliver, D, P);
 parse_one({Name, Value} = Opt, P) ->
     case sockopt_name(Name) of
         undefined -> erlang:error({invalid_option, Opt});
@@ -500,6 +661,14 @@ parse_one(Opt, _P) ->
 
 sockopt(Opt, Value, P) ->
     P#{sockopts => [{Opt, Value} | maps:get(sockopts, P, [])]}.
+
+%% Kept last first, as sockopts (applied in the order parsed: the NIF applies
+%% the watermark pairs' rules in that order).
+layer_opt(Name, Value, P) ->
+    P#{layer => [{Name, Value} | maps:get(layer, P, [])]}.
+
+set_layer_opts(_S, []) -> ok;
+set_layer_opts(S, Opts) -> einval(nifsock_nif:tcp_setopts(S, Opts)).
 
 sockopt_name(reuseaddr) -> {socket, reuseaddr};
 sockopt_name(reuseport) -> {socket, reuseport};
@@ -568,3 +737,7 @@ mode(_) -> wait.
 remaining(infinity) -> infinity;
 remaining(zero) -> 0;
 remaining(D) -> max(0, D - erlang:monotonic_time(millisecond)).
+
+%% The timeout argument for what is left of a deadline.
+time_left(zero) -> 0;
+time_left(D) -> remaining(D).

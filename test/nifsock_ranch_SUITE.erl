@@ -27,6 +27,7 @@
 -export([ranch_exports_transport_callbacks/1,
          ranch_identity/1,
          ranch_listen_defaults/1,
+         ranch_inherit_options/1,
          ranch_listen_filters_disallowed/1,
          ranch_listen_errors/1,
          ranch_listen_local/1,
@@ -44,6 +45,7 @@
          ranch_send_iolist/1,
          ranch_send_iolist_many_binaries/1,
          ranch_sendfile/1,
+         ranch_sendfile_after_send_timeout/1,
          ranch_sendfile_256k_over_http/1,
          ranch_recv_proxy_header_v1/1,
          ranch_recv_proxy_header_v1_split/1,
@@ -71,6 +73,7 @@ all() ->
     [ranch_exports_transport_callbacks,
      ranch_identity,
      ranch_listen_defaults,
+     ranch_inherit_options,
      ranch_listen_filters_disallowed,
      ranch_listen_errors,
      ranch_listen_local,
@@ -88,6 +91,7 @@ all() ->
      ranch_send_iolist,
      ranch_send_iolist_many_binaries,
      ranch_sendfile,
+     ranch_sendfile_after_send_timeout,
      ranch_sendfile_256k_over_http,
      ranch_recv_proxy_header_v1,
      ranch_recv_proxy_header_v1_split,
@@ -173,6 +177,24 @@ ranch_listen_defaults(_Config) ->
     {ok, [{active, false}, {packet, raw}, {mode, binary}, {nodelay, true}, {send_timeout, 1234}]} =
         ?TR:getopts(S, [active, packet, mode, nodelay, send_timeout]),
     ok = ?TR:close(S), ok = ?TR:close(L4), gen_tcp:close(C).
+
+%% Ranch's acceptor_SUITE:tcp_inherit_options: an accepted socket reads the listener's nodelay and send_timeout_close (ranch_tcp's default send_timeout_close true too), and getopts/setopts pass gen_tcp's other options through.
+ranch_inherit_options(_Config) ->
+    {ok, L} = ?TR:listen(#{socket_opts => [{ip, {127, 0, 0, 1}}, {nodelay, false},
+                                           {send_timeout_close, false}]}),
+    {ok, {_, Port}} = ?TR:sockname(L),
+    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port, []),
+    {ok, S} = ?TR:accept(L, ?T),
+    {ok, [{nodelay, false}, {send_timeout_close, false}]} =
+        ?TR:getopts(S, [nodelay, send_timeout_close]),
+    Opts = [{header, 0}, {delay_send, true}, {high_watermark, 65536}, {low_watermark, 32768},
+            {show_econnreset, true}, {deliver, term}, {send_timeout_close, true}],
+    ok = ?TR:setopts(S, Opts),
+    {ok, Opts} = ?TR:getopts(S, [N || {N, _} <- Opts]),
+    ok = ?TR:close(S), ok = ?TR:close(L), gen_tcp:close(C),
+    {ok, L2} = ?TR:listen(#{socket_opts => [{ip, {127, 0, 0, 1}}]}),
+    {ok, [{send_timeout_close, true}]} = ?TR:getopts(L2, [send_timeout_close]),
+    ok = ?TR:close(L2).
 
 %% Disallowed user options (active, packet, mode, reuseaddr, list...) are dropped; allowed ones (nodelay false, backlog) are kept.
 ranch_listen_filters_disallowed(_Config) ->
@@ -504,6 +526,33 @@ ranch_sendfile(Config) ->
     %% Missing file.
     {error, enoent} = ?TR:sendfile(S, File ++ ".missing"),
     ok = ?TR:close(S), ok = ?TR:close(C).
+
+%% With {send_timeout_close, false}, the bytes of a timed-out send stay queued and go out before a later sendfile's: the peer gets every send's bytes, then the file, in order.
+ranch_sendfile_after_send_timeout(Config) ->
+    File = ?config(file, Config),
+    Content = ?config(content, Config),
+    {ok, L} = ?TR:listen(#{socket_opts => [{ip, {127, 0, 0, 1}}, {send_timeout, 200},
+                                           {send_timeout_close, false}, {sndbuf, 16384}]}),
+    {ok, {_, Port}} = ?TR:sockname(L),
+    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {recbuf, 16384}]),
+    {ok, S} = ?TR:accept(L, ?T),
+    ok = ?TR:close(L),
+    Chunks = sends_until_timeout(S, 1, []),
+    Sent = iolist_to_binary(Chunks),
+    Self = self(),
+    Total = byte_size(Sent) + ?FILE_SIZE,
+    spawn_link(fun() -> Self ! {read, gen_tcp:recv(C, Total, 30000)} end),
+    {ok, ?FILE_SIZE} = ?TR:sendfile(S, File),
+    receive {read, {ok, Got}} -> Got = <<Sent/binary, Content/binary>> end,
+    ok = ?TR:close(S), gen_tcp:close(C).
+
+%% 64 KiB sends, each of its own byte, until one times out (its bytes stay queued).
+sends_until_timeout(S, N, Acc) when N < 1000 ->
+    Chunk = binary:copy(<<N>>, 65536),
+    case ?TR:send(S, Chunk) of
+        ok -> sends_until_timeout(S, N + 1, [Chunk | Acc]);
+        {error, timeout} -> lists:reverse([Chunk | Acc])
+    end.
 
 %% GET /file over the HTTP loop: 64 clients get the 256 KiB body by sendfile, intact, on keep-alive connections.
 ranch_sendfile_256k_over_http(Config) ->

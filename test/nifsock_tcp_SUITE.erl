@@ -98,11 +98,29 @@
          tcp_options_good_values_taken/1,
          tcp_setopts_creation_only_einval/1,
          tcp_bad_port_or_address_exit/1,
+         tcp_getopts_layer_defaults/1,
+         tcp_getopts_reads_every_setopt/1,
+         tcp_watermarks_move_together/1,
+         tcp_accept_inherits_layer_options/1,
+         tcp_header_delivery/1,
+         tcp_send_timeout_keeps_rest/1,
+         tcp_send_timeout_close_closes/1,
+         tcp_close_flushes_closed_message/1,
+         tcp_controlling_process_hands_over_queued/1,
+         tcp_show_econnreset_active/1,
+         tcp_show_econnreset_passive/1,
          tcp_kernel_accept_inheritance/1]).
 
 -define(T, 5000).         % bound for anything that should happen "now"
 -define(QUIET, 200).      % how long "no message" is watched for
 -define(BIG, (4 * 1024 * 1024)).
+-define(FRAME, 65536).    % payload of the {packet, 4} frames of the send-timeout cases
+%% gen_tcp's defaults for the options nifsock_tcp keeps itself
+-define(LAYER_DEFAULTS,
+        [{header, 0}, {delay_send, false}, {high_watermark, 8192}, {low_watermark, 4096},
+         {high_msgq_watermark, 8192}, {low_msgq_watermark, 4096}, {send_timeout_close, false},
+         {show_econnreset, false}, {deliver, term}, {exit_on_close, true},
+         {send_timeout, infinity}, {packet_size, 0}]).
 
 %%--------------------------------------------------------------------
 %% CT callbacks
@@ -192,7 +210,18 @@ cases() ->
      tcp_options_bad_type_exit,
      tcp_options_good_values_taken,
      tcp_setopts_creation_only_einval,
-     tcp_bad_port_or_address_exit].
+     tcp_bad_port_or_address_exit,
+     tcp_getopts_layer_defaults,
+     tcp_getopts_reads_every_setopt,
+     tcp_watermarks_move_together,
+     tcp_accept_inherits_layer_options,
+     tcp_header_delivery,
+     tcp_send_timeout_keeps_rest,
+     tcp_send_timeout_close_closes,
+     tcp_close_flushes_closed_message,
+     tcp_controlling_process_hands_over_queued,
+     tcp_show_econnreset_active,
+     tcp_show_econnreset_passive].
 
 init_per_suite(Config) ->
     case code:ensure_loaded(nifsock_tcp) of
@@ -783,8 +812,8 @@ tcp_controlling_process_while_streaming(Config) ->
     First = [receive {DT, S, D} -> D after ?T -> ct:fail(no_data) end || _ <- lists:seq(1, 5)],
     Collector = collector(self(), S, DT),
     ok = M:controlling_process(S, Collector),
-    %% Whatever reached our mailbox before the hand-over is ours (gen_tcp moves queued
-    %% messages to the new owner; nifsock_tcp leaves them: both are fine here).
+    %% The hand-over moved the data messages already in our mailbox to the
+    %% collector (both modules): anything still here is ours.
     Mine = iolist_to_binary([First | drain(DT, S)]),
     Collector ! {want, Total - byte_size(Mine)},
     receive
@@ -1592,6 +1621,347 @@ tcp_bad_port_or_address_exit(Config) ->
     exit = Exits(fun() -> M:connect({1, 2, 3}, Port, [], ?T) end),
     exit = Exits(fun() -> M:connect({127, 0, 0, 256}, Port, [], ?T) end),
     close_all(M, [L]).
+
+%% gen_tcp's own options, send timeouts, close and hand-over
+%%--------------------------------------------------------------------
+
+%% A fresh listener, connected and accepted socket read gen_tcp's defaults for the options the layer keeps itself (header, delay_send, the watermarks, send_timeout_close, show_econnreset, deliver...).
+tcp_getopts_layer_defaults(Config) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, C} = M:connect({127, 0, 0, 1}, port(Config, L), [binary, {active, false}], ?T),
+    {ok, S} = M:accept(L, ?T),
+    Names = [N || {N, _} <- ?LAYER_DEFAULTS],
+    [{X, {ok, ?LAYER_DEFAULTS}} = {X, getopts(Config, X, Names)} || X <- [L, C, S]],
+    close_all(M, [C, S, L]).
+
+%% Every option setopts takes reads back from getopts with the value set (one unknown name would fail the whole call); listen/connect-only options are {error, einval}.
+tcp_getopts_reads_every_setopt(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    Opts = [{header, 2}, {delay_send, true}, {high_watermark, 100000}, {low_watermark, 50000},
+            {high_msgq_watermark, 100000}, {low_msgq_watermark, 5000},
+            {send_timeout_close, true}, {show_econnreset, true}, {exit_on_close, false},
+            {send_timeout, 1000}, {packet, 2}, {packet_size, 100}, {mode, list},
+            {keepalive, true}, {nodelay, true}, {reuseaddr, true}, {dontroute, true},
+            {nopush, true}, {priority, 3}, {tos, 8}, {ttl, 33}, {linger, {true, 3}},
+            {buffer, 4000}, {active, once}, {deliver, port}],
+    [{O, ok} = {O, setopts(Config, S, [O])} || O <- Opts],
+    Names = [N || {N, _} <- Opts],
+    {ok, Opts} = getopts(Config, S, Names),
+    %% raw options read back as the bytes the kernel has (TCP_NODELAY here)
+    Raw = {raw, 6, 1, <<0:32/native>>},
+    ok = setopts(Config, S, [Raw]),
+    {ok, [Raw]} = getopts(Config, S, [{raw, 6, 1, 4}]),
+    case setopts(Config, S, [{bind_to_device, <<"lo">>}]) of
+        ok -> {ok, [{bind_to_device, <<"lo">>}]} = getopts(Config, S, [bind_to_device]);
+        {error, eperm} -> ok
+    end,
+    [{O, {error, einval}} = {O, setopts(Config, S, [O])}
+     || O <- [inet, inet6, local, {ip, {127, 0, 0, 1}}, {ifaddr, {127, 0, 0, 1}}, {port, 0},
+              {backlog, 5}, {tcp_module, inet_tcp}]],
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% The watermark pairs follow inet_drv's rules: a high set below the low lowers the low, a low set above the high raises the high; values are C ints: a negative send-queue one is 0, a message-queue one of 0 or -1 is {error, einval}, one above 2^31-1 is 2^31-1.
+tcp_watermarks_move_together(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    Get = fun() ->
+                  {ok, V} = getopts(Config, S, [high_watermark, low_watermark,
+                                                high_msgq_watermark, low_msgq_watermark]),
+                  [X || {_, X} <- V]
+          end,
+    ok = setopts(Config, S, [{high_watermark, 100}]),
+    [100, 100, 8192, 4096] = Get(),
+    ok = setopts(Config, S, [{low_watermark, 20000}]),
+    [20000, 20000, 8192, 4096] = Get(),
+    ok = setopts(Config, S, [{low_watermark, 5}]),
+    [20000, 5, 8192, 4096] = Get(),
+    ok = setopts(Config, S, [{high_watermark, -5}]),
+    [0, 0, 8192, 4096] = Get(),
+    ok = setopts(Config, S, [{high_watermark, 16#7fffffff}]),
+    [16#7fffffff, 0, 8192, 4096] = Get(),
+    ok = setopts(Config, S, [{high_watermark, 16#80000000}]),
+    [0, 0, 8192, 4096] = Get(),
+    ok = setopts(Config, S, [{high_msgq_watermark, 1}]),
+    [0, 0, 1, 1] = Get(),
+    ok = setopts(Config, S, [{low_msgq_watermark, 200}]),
+    [0, 0, 200, 200] = Get(),
+    {error, einval} = setopts(Config, S, [{low_msgq_watermark, 0}]),
+    {error, einval} = setopts(Config, S, [{high_msgq_watermark, -1}]),
+    [0, 0, 200, 200] = Get(),
+    ok = setopts(Config, S, [{high_msgq_watermark, 16#80000000}]),
+    [0, 0, 16#7fffffff, 200] = Get(),
+    %% one setopts call applies its options last to first, as inet:setopts
+    ok = setopts(Config, S, [{low_watermark, 50}, {high_watermark, 30}]),
+    [50, 50, 16#7fffffff, 200] = Get(),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% An accepted socket inherits the listener's gen_tcp-layer options (Ranch's tcp_inherit_options: nodelay and send_timeout_close, and the rest).
+tcp_accept_inherits_layer_options(Config) ->
+    M = mod(Config),
+    Opts = [{header, 2}, {delay_send, true}, {high_watermark, 100000}, {low_watermark, 50000},
+            {high_msgq_watermark, 100000}, {low_msgq_watermark, 5000},
+            {send_timeout_close, true}, {show_econnreset, true}, {deliver, port},
+            {exit_on_close, false}, {nodelay, false}],
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}} | Opts]),
+    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L), [], ?T),
+    {ok, S} = M:accept(L, ?T),
+    Names = [N || {N, _} <- Opts],
+    {ok, Opts} = getopts(Config, L, Names),
+    {ok, Opts} = getopts(Config, S, Names),
+    {ok, [{nodelay, false}, {send_timeout_close, false}]} =
+        begin
+            {ok, L2} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}},
+                                    {nodelay, false}, {send_timeout_close, false}]),
+            {ok, C2} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L2), [], ?T),
+            {ok, S2} = M:accept(L2, ?T),
+            R = getopts(Config, S2, [nodelay, send_timeout_close]),
+            close_all(M, [S2, L2]), gen_tcp:close(C2),
+            R
+        end,
+    close_all(M, [S, L]), gen_tcp:close(C).
+
+%% {header, N} in binary mode: a packet of N bytes or more comes as [B1, ..., BN | Rest], a shorter one as a plain list, passive and active, framed or raw; list mode is unaffected.
+tcp_header_delivery(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {header, 3}]),
+    ok = gen_tcp:send(Peer, <<"abcdef">>),
+    {ok, [$a, $b, $c | <<"def">>]} = M:recv(S, 6, ?T),
+    ok = gen_tcp:send(Peer, <<"xy">>),
+    {ok, "xy"} = M:recv(S, 2, ?T),
+    ok = gen_tcp:send(Peer, <<"xyz">>),
+    {ok, [$x, $y, $z | <<>>]} = M:recv(S, 3, ?T),
+    ok = setopts(Config, S, [{active, once}]),
+    ok = gen_tcp:send(Peer, <<"ghijk">>),
+    [$g, $h, $i | <<"jk">>] = data(Config, S),
+    ok = setopts(Config, S, [{packet, 2}, {header, 2}]),
+    ok = gen_tcp:send(Peer, <<3:16, "abc", 1:16, "z">>),
+    {ok, [$a, $b | <<"c">>]} = M:recv(S, 0, ?T),
+    {ok, "z"} = M:recv(S, 0, ?T),
+    ok = setopts(Config, S, [list]),
+    ok = gen_tcp:send(Peer, <<3:16, "abc">>),
+    {ok, "abc"} = M:recv(S, 0, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {send_timeout, T} to a {packet, 4} peer that stops reading: a send that times out keeps its unsent bytes queued (send_pend > 0), the next send (from another process, 2 MiB: a rest copied on a dirty scheduler) times out too instead of overtaking them, and once the peer drains, a last send finishes the queue first: every frame arrives whole and in order.
+tcp_send_timeout_keeps_rest(Config) ->
+    M = mod(Config),
+    {Peer, S} = slow_reader_pair(Config, [{send_timeout, 200}]),
+    {ok, Sent} = send_frames_until_timeout(M, S, 1, 1000),
+    {ok, [{send_pend, Pend}]} = getstat(M, S, [send_pend]),
+    true = Pend > 0,
+    Self = self(),
+    spawn_link(fun() -> Self ! {second, M:send(S, frame(Sent + 1, 2 * 1024 * 1024))} end),
+    receive {second, Second} -> {error, timeout} = Second end,
+    Last = Sent + 2,
+    Reader = spawn_link(fun() -> Self ! {frames, read_frames(Peer, Last, [])} end),
+    spawn_link(fun() -> Self ! {last, M:send(S, frame(Last))} end),
+    receive {last, R} -> ok = R end,
+    Frames = receive {frames, F} -> F after 30000 -> ct:fail(reader_stuck) end,
+    unlink(Reader),
+    Expected = lists:seq(1, Last),
+    Expected = [Seq || {Seq, _} <- Frames],
+    [] = [Seq || {Seq, Intact} <- Frames, not Intact],
+    {ok, [{send_pend, 0}]} = getstat(M, S, [send_pend]),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {send_timeout_close, true}: a send that times out closes the socket; later sends and recvs fail (closed, or gen_tcp's enotconn), and the {packet, 4} peer gets whole frames, then the end of the stream.
+tcp_send_timeout_close_closes(Config) ->
+    M = mod(Config),
+    {Peer, S} = slow_reader_pair(Config, [{send_timeout, 200}, {send_timeout_close, true}]),
+    {ok, Sent} = send_frames_until_timeout(M, S, 1, 1000),
+    {error, E1} = M:send(S, <<"x">>),
+    true = E1 =:= closed orelse E1 =:= enotconn,
+    {error, E2} = M:recv(S, 0, 100),
+    true = E2 =:= closed orelse E2 =:= enotconn,
+    Frames = read_frames(Peer, none, []),
+    true = length(Frames) =< Sent,
+    Whole = [Seq || {Seq, true} <- Frames],
+    Whole = lists:seq(1, length(Frames)),
+    no_msg(S),
+    M:close(S), gen_tcp:close(Peer).
+
+%% A {packet, 4} sender with small buffers (and `Opts') and a gen_tcp
+%% {packet, 4} peer that doesn't read until told to.
+slow_reader_pair(Config, Opts) ->
+    M = mod(Config),
+    {ok, L} = gen_tcp:listen(0, [binary, {active, false}, {packet, 4}, {recbuf, 16384},
+                                 {ip, {127, 0, 0, 1}}]),
+    {ok, S} = M:connect({127, 0, 0, 1}, port_of(L), [binary, {active, false}, {packet, 4},
+                                                   {sndbuf, 16384} | Opts], ?T),
+    {ok, Peer} = gen_tcp:accept(L, ?T),
+    ok = gen_tcp:close(L),
+    {Peer, S}.
+
+port_of(L) ->
+    {ok, P} = inet:port(L),
+    P.
+
+%% Frame N: its sequence number and size, then Size (default ?FRAME) bytes of
+%% N's low byte.
+frame(N) ->
+    frame(N, ?FRAME).
+
+frame(N, Size) ->
+    [<<N:32, Size:32>>, binary:copy(<<(N band 255)>>, Size)].
+
+send_frames_until_timeout(_M, _S, _N, 0) ->
+    never_timed_out;
+send_frames_until_timeout(M, S, N, Left) ->
+    case M:send(S, frame(N)) of
+        ok -> send_frames_until_timeout(M, S, N + 1, Left - 1);
+        {error, timeout} -> {ok, N};
+        Other -> {unexpected, N, Other}
+    end.
+
+%% {Seq, Intact} of each frame until frame Last, or the end of the stream.
+read_frames(Peer, Last, Acc) ->
+    case gen_tcp:recv(Peer, 0, ?T) of
+        {ok, <<Seq:32, Size:32, Body/binary>>} ->
+            Acc1 = [{Seq, Body =:= binary:copy(<<(Seq band 255)>>, Size)} | Acc],
+            case Seq of
+                Last -> lists:reverse(Acc1);
+                _ -> read_frames(Peer, Last, Acc1)
+            end;
+        {ok, Short} ->
+            read_frames(Peer, Last, [{{short, byte_size(Short)}, false} | Acc]);
+        {error, _} ->
+            lists:reverse(Acc)
+    end.
+
+%% close/1 takes one {Closed, S} out of the caller's mailbox, as gen_tcp's, and leaves the data messages of S (exit_on_close true and false).
+tcp_close_flushes_closed_message(Config) ->
+    M = mod(Config),
+    {DT, CT, _, _} = tags(Config),
+    lists:foreach(
+      fun(ExitOnClose) ->
+              {Peer, S} = raw_pair(Config, [binary, {active, true}, {exit_on_close, ExitOnClose}]),
+              ok = gen_tcp:send(Peer, <<"data">>),
+              ok = gen_tcp:close(Peer),
+              wait_for_msg({CT, S}),
+              ok = M:close(S),
+              [{DT, S, <<"data">>}] = msgs_of(S),
+              flush_all()
+      end, [true, false]),
+    %% exactly one closed message goes
+    {Peer2, S2} = raw_pair(Config, [binary, {active, false}]),
+    self() ! {CT, S2}, self() ! {CT, S2},
+    ok = M:close(S2),
+    [{CT, S2}] = msgs_of(S2),
+    flush_all(),
+    gen_tcp:close(Peer2).
+
+%% controlling_process/2 hands over the data and closed messages of S already in the caller's mailbox (data delivered inline at accept too), in order, and restores the active mode for the new owner; passive messages stay, as gen_tcp's.
+tcp_controlling_process_hands_over_queued(Config) ->
+    M = mod(Config),
+    {DT, CT, _, PT} = tags(Config),
+    %% data delivered to the acceptor before the hand-over
+    {ok, L} = M:listen(0, [binary, {active, true}, {ip, {127, 0, 0, 1}}]),
+    {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L), [binary, {active, false}]),
+    ok = gen_tcp:send(Peer, <<"early">>),
+    {ok, S} = M:accept(L, ?T),
+    wait_for_msg({DT, S, <<"early">>}),
+    Fwd = forwarder(self()),
+    ok = M:controlling_process(S, Fwd),
+    [] = msgs_of(S),
+    receive {via, Fwd, {DT, S, <<"early">>}} -> ok after ?T -> ct:fail(not_handed_over) end,
+    {ok, [{active, true}]} = getopts(Config, S, [active]),
+    ok = gen_tcp:send(Peer, <<"later">>),
+    receive {via, Fwd, {DT, S, <<"later">>}} -> ok after ?T -> ct:fail(not_active) end,
+    Fwd ! stop,
+    close_all(M, [S, L]), gen_tcp:close(Peer),
+    %% {active, 1}: the data goes, the passive message stays
+    {Peer2, S2} = raw_pair(Config, [binary, {active, false}]),
+    ok = setopts(Config, S2, [{active, 1}]),
+    ok = gen_tcp:send(Peer2, <<"one">>),
+    wait_for_msg({PT, S2}),
+    Fwd2 = forwarder(self()),
+    ok = M:controlling_process(S2, Fwd2),
+    [{PT, S2}] = msgs_of(S2),
+    receive {via, Fwd2, {DT, S2, <<"one">>}} -> ok after ?T -> ct:fail(not_handed_over) end,
+    {ok, [{active, false}]} = getopts(Config, S2, [active]),
+    Fwd2 ! stop, flush_all(),
+    close_all(M, [S2]), gen_tcp:close(Peer2),
+    %% exit_on_close false: the data and the closed message go, in order
+    {Peer3, S3} = raw_pair(Config, [binary, {active, true}, {exit_on_close, false}]),
+    ok = gen_tcp:send(Peer3, <<"last">>),
+    ok = gen_tcp:close(Peer3),
+    wait_for_msg({CT, S3}),
+    Fwd3 = forwarder(self()),
+    ok = M:controlling_process(S3, Fwd3),
+    [] = msgs_of(S3),
+    receive {via, Fwd3, Got1} -> {DT, S3, <<"last">>} = Got1 after ?T -> ct:fail(no_data) end,
+    receive {via, Fwd3, Got2} -> {CT, S3} = Got2 after ?T -> ct:fail(no_closed) end,
+    Fwd3 ! stop,
+    M:close(S3).
+
+%% {show_econnreset, true} (inherited from the listener), active: a peer reset is {Error, S, econnreset} then {Closed, S}, after the data that came before it; with {active, once} set after the reset too.
+tcp_show_econnreset_active(Config) ->
+    M = mod(Config),
+    {DT, CT, ET, _} = tags(Config),
+    lists:foreach(
+      fun({Active, Data}) ->
+              {Peer, S} = raw_pair(Config, [binary, {active, Active}, {show_econnreset, true}]),
+              {ok, [{show_econnreset, true}]} = getopts(Config, S, [show_econnreset]),
+              [ok = gen_tcp:send(Peer, Data) || Data =/= <<>>],
+              ok = inet:setopts(Peer, [{linger, {true, 0}}]),
+              ok = gen_tcp:close(Peer),
+              case Active of
+                  false -> timer:sleep(50), ok = setopts(Config, S, [{active, once}]);
+                  _ -> ok
+              end,
+              [begin
+                   receive {DT, S, D} -> Data = D after ?T -> ct:fail(no_data) end
+               end || Data =/= <<>>],
+              receive Msg1 -> {ET, S, econnreset} = Msg1 after ?T -> ct:fail(no_error) end,
+              receive Msg2 -> {CT, S} = Msg2 after ?T -> ct:fail(no_closed) end,
+              no_msg(S),
+              M:close(S)
+      end, [{true, <<>>}, {true, <<"hello">>}, {false, <<>>}]).
+
+%% {show_econnreset, true}, passive: recv after a peer reset is {error, econnreset} (the data before it first); a send after one is {error, econnreset}; without the option both are {error, closed}.
+tcp_show_econnreset_passive(Config) ->
+    M = mod(Config),
+    Reset = fun(Opts) ->
+                    {Peer, S} = raw_pair(Config, [binary, {active, false} | Opts]),
+                    ok = gen_tcp:send(Peer, <<"hello">>),
+                    ok = inet:setopts(Peer, [{linger, {true, 0}}]),
+                    ok = gen_tcp:close(Peer),
+                    timer:sleep(50),
+                    S
+            end,
+    S1 = Reset([{show_econnreset, true}]),
+    {ok, <<"hello">>} = M:recv(S1, 0, ?T),
+    {error, econnreset} = M:recv(S1, 0, ?T),
+    {error, E} = M:recv(S1, 0, ?T),
+    true = E =:= closed orelse E =:= enotconn,
+    M:close(S1),
+    S2 = Reset([{show_econnreset, true}]),
+    {error, econnreset} = M:send(S2, <<"x">>),
+    M:close(S2),
+    S3 = Reset([]),
+    {ok, <<"hello">>} = M:recv(S3, 0, ?T),
+    {error, closed} = M:recv(S3, 0, ?T),
+    M:close(S3),
+    S4 = Reset([]),
+    {error, closed} = M:send(S4, <<"x">>),
+    M:close(S4).
+
+%% Waits (bounded) for Msg and puts it back, behind what else is in the
+%% mailbox (a receive: process_info(self(), messages) may not show messages
+%% still in the process's signal queue).
+wait_for_msg(Msg) ->
+    receive Msg -> self() ! Msg
+    after ?T -> ct:fail({never_arrived, Msg, flush_all()})
+    end.
+
+%% Takes the messages about S out of the mailbox, in order.
+msgs_of(S) ->
+    receive
+        Msg when is_tuple(Msg), tuple_size(Msg) >= 2, element(2, Msg) =:= S -> [Msg | msgs_of(S)]
+    after 0 -> []
+    end.
 
 %%--------------------------------------------------------------------
 %% What Linux copies at accept (nifsock level, no nifsock_tcp)

@@ -116,4 +116,10 @@ defmodule Nifsock.TCP do
   @doc "The named statistics, as `:inet.getstat/2`."
   @spec getstat(socket(), [atom()]) :: {:ok, [{atom(), non_neg_integer()}]} | {:error, :einval}
   defdelegate getstat(socket, names), to: :nifsock_tcp
+
+  # For transports that write around send/2 (sendfile): what timed-out sends
+  # left queued goes out first (see :nifsock_tcp.flush_queued/2).
+  @doc false
+  @spec flush_queued(socket(), timeout()) :: :ok | {:error, term()}
+  defdelegate flush_queued(socket, timeout), to: :nifsock_tcp
 end

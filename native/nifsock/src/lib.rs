@@ -12,6 +12,7 @@ pub mod conn;
 pub mod errno;
 pub mod error;
 pub mod fd_cell;
+pub mod gen_tcp_opts;
 pub mod lifecycle;
 pub mod nif;
 pub mod opts;
@@ -26,6 +27,8 @@ pub mod sockopt;
 pub mod stats;
 pub mod sys;
 pub mod tcp;
+pub mod tcp_opts;
+pub mod tcp_send;
 pub mod traffic;
 pub mod unix_path;
 

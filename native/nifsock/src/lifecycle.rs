@@ -366,6 +366,7 @@ pub fn close(ctx: Ctx, obj: Obj) -> Result<Closed> {
             }
         }
         st.handles.clear();
+        st.send_rest = None;
         st.selected
     };
     let mut stop_scheduled = false;

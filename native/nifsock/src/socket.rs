@@ -14,6 +14,7 @@ use rustler::OwnedBinary;
 
 use crate::addr::Family;
 pub use crate::fd_cell::FdCell;
+use crate::gen_tcp_opts::Watermarks;
 use crate::scratch;
 use crate::stats;
 use crate::sys::handles::{HandleStore, Saved};
@@ -102,7 +103,7 @@ pub enum Active {
 
 /// The `nifsock_tcp` options kept in the socket (inherited by accepted sockets
 /// without a syscall).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TcpOpts {
     /// Active mode.
     pub active: Active,
@@ -124,6 +125,66 @@ pub struct TcpOpts {
     /// sockets, so `nifsock_tcp` accept sets it (the only per-accept setsockopt,
     /// and only when a priority was set on the listener).
     pub priority: Option<i32>,
+    /// `{header, N}`: binary-mode packets start with their first N bytes as a
+    /// list (`gen_tcp_opts::shape`).
+    pub header: u32,
+    /// `{high_watermark, _}` / `{low_watermark, _}`: kept and reported only
+    /// (nifsock_tcp has no driver queue; see the README).
+    pub send_watermarks: Watermarks,
+    /// `{high_msgq_watermark, _}` / `{low_msgq_watermark, _}`: kept and
+    /// reported only (there is no port message queue).
+    pub msgq_watermarks: Watermarks,
+    /// `{delay_send, _}`: kept and reported only.
+    pub delay_send: bool,
+    /// `{send_timeout_close, _}`: a send timeout closes the socket.
+    pub send_timeout_close: bool,
+    /// `{show_econnreset, _}`: a reset is reported as `econnreset`, not as a close.
+    pub show_econnreset: bool,
+    /// `{deliver, port}` (false: `term`, the default): kept and reported only.
+    pub deliver_port: bool,
+}
+
+impl Default for TcpOpts {
+    /// gen_tcp's defaults (`exit_on_close` true, watermarks 8192/4096...),
+    /// except the mode: nifsock_tcp sets it on every socket it makes.
+    fn default() -> TcpOpts {
+        TcpOpts {
+            active: Active::Off,
+            packet: crate::packet::Packet::Raw,
+            packet_size: 0,
+            line_delimiter: crate::packet::Delimiter::default(),
+            list: false,
+            accept_active: Active::Off,
+            send_timeout: None,
+            keep_open: false,
+            priority: None,
+            header: 0,
+            send_watermarks: Watermarks::DEFAULT,
+            msgq_watermarks: Watermarks::DEFAULT,
+            delay_send: false,
+            send_timeout_close: false,
+            show_econnreset: false,
+            deliver_port: false,
+        }
+    }
+}
+
+/// Bytes that a timed-out `nifsock_tcp` send accepted but could not write.
+/// They go out before any later data (gen_tcp keeps them queued too), so a
+/// timeout never cuts a packet. Allocated only when a send times out.
+#[derive(Debug, Default)]
+pub struct SendRest {
+    /// The bytes; `buf[off..]` are still to be written.
+    pub buf: Vec<u8>,
+    /// How many of `buf` are written.
+    pub off: usize,
+}
+
+impl SendRest {
+    /// The bytes still to be written.
+    pub fn unsent(&self) -> &[u8] {
+        self.buf.get(self.off..).unwrap_or(&[])
+    }
 }
 
 /// Everything under the state mutex.
@@ -155,6 +216,8 @@ pub struct State {
     pub tcp: TcpOpts,
     /// Bytes read but not yet framed into a packet (`nifsock_tcp`).
     pub pending: Vec<u8>,
+    /// The unsent rest of timed-out `nifsock_tcp` sends.
+    pub send_rest: Option<Box<SendRest>>,
 }
 
 impl State {
@@ -226,6 +289,7 @@ impl Socket {
                 connecting: false,
                 tcp: TcpOpts::default(),
                 pending: Vec::new(),
+                send_rest: None,
             }),
             delivery: Mutex::new(()),
             traffic: Traffic::default(),

@@ -12,6 +12,7 @@ use rustler::{Encoder, Env, NewBinary, NifResult, Term};
 
 use crate::atoms;
 use crate::error::Error;
+use crate::gen_tcp_opts::{self, Shape};
 use crate::lifecycle;
 use crate::nif::args::{self, Mode, Sock};
 use crate::packet::{self, Bounds, Found, Packet};
@@ -24,14 +25,33 @@ use crate::sys::select::Dir;
 /// Most reads one delivery call makes before re-arming its select.
 const MAX_READS: usize = 4;
 
-fn data_term<'a>(env: Env<'a>, bytes: &[u8], list: bool) -> Term<'a> {
-    if list {
-        let items: Vec<Term<'a>> = bytes.iter().map(|b| b.encode(env)).collect();
-        return items.encode(env);
-    }
+fn binary_term<'a>(env: Env<'a>, bytes: &[u8]) -> Term<'a> {
     let mut b = NewBinary::new(env, bytes.len());
     b.as_mut_slice().copy_from_slice(bytes);
     b.into()
+}
+
+/// A packet as the owner gets it: a binary, a list (list mode), or, in
+/// binary mode with `{header, N}`, `[B1, ..., BN | Rest]` (gen_tcp's shape).
+fn data_term<'a>(env: Env<'a>, bytes: &[u8], opts: &TcpOpts) -> Term<'a> {
+    let shape = if opts.list {
+        Shape::List
+    } else {
+        gen_tcp_opts::shape(bytes.len(), opts.header)
+    };
+    match shape {
+        Shape::Binary => binary_term(env, bytes),
+        Shape::List => {
+            let items: Vec<Term<'a>> = bytes.iter().map(|b| b.encode(env)).collect();
+            items.encode(env)
+        }
+        Shape::Header(n) => {
+            let (head, rest) = bytes.split_at(n.min(bytes.len()));
+            head.iter()
+                .rev()
+                .fold(binary_term(env, rest), |tail, b| tail.list_prepend(*b))
+        }
+    }
 }
 
 enum Read {
@@ -89,9 +109,10 @@ fn tagged<'a>(env: Env<'a>, tag: rustler::Atom, sock: Term<'a>) -> Term<'a> {
     (tag, sock).encode(env)
 }
 
-/// Closes a socket whose stream ended (`exit_on_close`, gen_tcp's default). Never
-/// blocks: a lingering close goes to the closer thread.
-fn close_ended(env: Env, sock: Sock) {
+/// Closes a socket whose stream ended (`exit_on_close`, gen_tcp's default), or
+/// whose send timed out under `send_timeout_close`. Never blocks: a lingering
+/// close goes to the closer thread.
+pub fn close_ended(env: Env, sock: Sock) {
     if let Ok(lifecycle::Closed::Lingering) = lifecycle::close(lifecycle::Ctx::Nif(env), sock.obj) {
         if let Some(fd) = sock.s.lock().pending_close.take() {
             crate::closer::close_later(fd);
@@ -99,13 +120,24 @@ fn close_ended(env: Env, sock: Sock) {
     }
 }
 
-/// After a passive recv saw the end of the stream: close unless `exit_on_close` is off.
-pub fn ended<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
-    let keep_open = sock.s.lock().tcp.keep_open;
+/// After a passive recv saw the end of the stream (`reset`: a connection
+/// reset): closes unless `exit_on_close` is off, and returns what recv
+/// returns, as gen_tcp: `{error, closed}`, or `{error, econnreset}` for a
+/// reset under `show_econnreset`.
+pub fn ended<'a>(env: Env<'a>, sock: Sock<'a>, reset: bool) -> Term<'a> {
+    let (keep_open, show) = {
+        let st = sock.s.lock();
+        (st.tcp.keep_open, st.tcp.show_econnreset)
+    };
     if !keep_open {
         close_ended(env, sock);
     }
-    atoms::ok().encode(env)
+    let reason = if reset && show {
+        Error::Os(libc::ECONNRESET)
+    } else {
+        Error::Closed
+    };
+    (atoms::error(), reason).encode(env)
 }
 
 /// Puts bytes back in front of the stream (a timed-out recv's partial data), so
@@ -146,7 +178,7 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
     while opts.active != Active::Off {
         match frame(&opts, 0, &pending, rcvbuf) {
             Found::Packet { consumed, payload } => {
-                let data = data_term(env, pending.get(payload).unwrap_or(&[]), opts.list);
+                let data = data_term(env, pending.get(payload).unwrap_or(&[]), &opts);
                 msg::send(env, &owner, (atoms::nifsock(), sock.term, data).encode(env));
                 pending.drain(..consumed.min(pending.len()));
                 opts.active = match opts.active {
@@ -187,15 +219,16 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
                         rearm = true;
                         break;
                     }
-                    // A reset reads as a close, as gen_tcp without show_econnreset.
-                    Read::Eof | Read::Failed(libc::ECONNRESET) => {
+                    // A reset reads as a close, as gen_tcp without show_econnreset
+                    // (with it: `{nifsock_error, S, econnreset}`, then closed).
+                    Read::Failed(e) if e != libc::ECONNRESET || opts.show_econnreset => {
+                        let m = (atoms::nifsock_error(), sock.term, Error::Os(e)).encode(env);
+                        msg::send(env, &owner, m);
                         msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
                         opts.active = Active::Off;
                         ended = true;
                     }
-                    Read::Failed(e) => {
-                        let m = (atoms::nifsock_error(), sock.term, Error::Os(e)).encode(env);
-                        msg::send(env, &owner, m);
+                    Read::Eof | Read::Failed(_) => {
                         msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
                         opts.active = Active::Off;
                         ended = true;
@@ -344,6 +377,40 @@ pub fn accept<'a>(
     Ok(r)
 }
 
+fn active_term<'a>(env: Env<'a>, a: Active) -> Term<'a> {
+    match a {
+        Active::Off => false.encode(env),
+        Active::Forever => true.encode(env),
+        Active::Once => atoms::once().encode(env),
+        Active::Count(n) => n.encode(env),
+    }
+}
+
+/// The first step of `nifsock_tcp:controlling_process/2`, as gen_tcp's: the
+/// owner makes the socket passive (waiting out a delivery in progress), so
+/// no message arrives while it hands over the ones already in its mailbox,
+/// and learns the mode to restore afterwards (a listener's: the mode it
+/// passes on). `{ok, Active}`, or `{error, not_owner | closed}`.
+pub fn pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    let caller = args::caller(env)?;
+    let _serial = sock.s.delivery_lock();
+    let mut guard = sock.s.lock();
+    let st = &mut *guard;
+    if st.phase != Phase::Open {
+        return args::error(env, Error::Closed);
+    }
+    if !msg::same_pid(&st.owner, &caller) {
+        return args::error(env, Error::NotOwner);
+    }
+    let slot = if st.listening {
+        &mut st.tcp.accept_active
+    } else {
+        &mut st.tcp.active
+    };
+    let old = std::mem::replace(slot, Active::Off);
+    Ok((atoms::ok(), active_term(env, old)).encode(env))
+}
+
 fn packet_term<'a>(env: Env<'a>, p: Packet) -> Term<'a> {
     match p {
         Packet::Raw => atoms::raw().encode(env),
@@ -359,34 +426,38 @@ fn timeout_term<'a>(env: Env<'a>, t: Option<u32>) -> Term<'a> {
     }
 }
 
-/// `{Packet, SendTimeout}` for `nifsock_tcp:send/2`.
+/// `{Packet, SendTimeout, Queued}` for `nifsock_tcp:send/2` (`Queued`: bytes
+/// of a timed-out send wait to go out first).
 pub fn send_info<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
-    let t = sock.s.lock().tcp;
+    let (t, queued) = {
+        let st = sock.s.lock();
+        (st.tcp, st.send_rest.is_some())
+    };
     (
         packet_term(env, t.packet),
         timeout_term(env, t.send_timeout),
+        queued,
     )
         .encode(env)
 }
 
 /// `nifsock_tcp` options as a map: active, packet, packet_size, mode,
-/// send_timeout, exit_on_close, line_delimiter.
+/// send_timeout, exit_on_close, line_delimiter, the options of `tcp_opts`,
+/// and `send_pend` (bytes queued by timed-out sends).
 pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     let st = sock.s.lock();
     if st.phase != Phase::Open {
         return args::error(env, Error::Closed);
     }
     let t = st.tcp;
-    let active = match if st.listening {
-        t.accept_active
-    } else {
-        t.active
-    } {
-        Active::Off => false.encode(env),
-        Active::Forever => true.encode(env),
-        Active::Once => atoms::once().encode(env),
-        Active::Count(n) => n.encode(env),
-    };
+    let active = active_term(
+        env,
+        if st.listening {
+            t.accept_active
+        } else {
+            t.active
+        },
+    );
     let mode = if t.list {
         atoms::list()
     } else {
@@ -410,7 +481,15 @@ pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
         (!t.keep_open).encode(env),
         t.line_delimiter.0.encode(env),
     ];
-    let keys: Vec<Term> = keys.iter().map(|k| k.encode(env)).collect();
+    let send_pend = st.send_rest.as_ref().map_or(0, |r| r.unsent().len());
+    let mut keys: Vec<Term> = keys.iter().map(|k| k.encode(env)).collect();
+    let mut vals = vals.to_vec();
+    for (k, v) in crate::tcp_opts::get(env, &t) {
+        keys.push(k);
+        vals.push(v);
+    }
+    keys.push(atoms::send_pend().encode(env));
+    vals.push(send_pend.encode(env));
     Term::map_from_term_arrays(env, &keys, &vals).map_err(|_| rustler::Error::BadArg)
 }
 
@@ -503,7 +582,11 @@ pub fn recv<'a>(
                 st.pending = v;
             }
         }
-        if st.tcp.packet == Packet::Raw && st.pending.is_empty() && !st.tcp.list {
+        if st.tcp.packet == Packet::Raw
+            && st.pending.is_empty()
+            && !st.tcp.list
+            && st.tcp.header == 0
+        {
             drop(st);
             // nifsock_tcp has no nowait: partial bytes stay in the socket.
             let mode = if mode == Mode::Nowait {
@@ -521,7 +604,7 @@ pub fn recv<'a>(
     loop {
         match frame(&opts, len, &pending, rcvbuf) {
             Found::Packet { consumed, payload } => {
-                let data = data_term(env, pending.get(payload).unwrap_or(&[]), opts.list);
+                let data = data_term(env, pending.get(payload).unwrap_or(&[]), &opts);
                 pending.drain(..consumed.min(pending.len()));
                 put_back(pending);
                 lifecycle::done(env, sock.obj, Dir::Read, &caller);

@@ -6,6 +6,8 @@
 pub mod errno;
 #[path = "../../nifsock/src/fd_cell.rs"]
 pub mod fd_cell;
+#[path = "../../nifsock/src/gen_tcp_opts.rs"]
+pub mod gen_tcp_opts;
 #[path = "../../nifsock/src/opts.rs"]
 pub mod opts;
 #[path = "../../nifsock/src/packet.rs"]

@@ -56,8 +56,37 @@ fn tcp_shutdown<'a>(env: Env<'a>, sock: Sock<'a>, how: rustler::Atom) -> NifResu
 }
 
 #[rustler::nif]
-fn tcp_ended<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
-    tcp::ended(env, sock)
+fn tcp_ended<'a>(env: Env<'a>, sock: Sock<'a>, reset: bool) -> Term<'a> {
+    tcp::ended(env, sock, reset)
+}
+
+/// Sets gen_tcp options kept beside the framing (`tcp_opts`).
+#[rustler::nif]
+fn tcp_setopts<'a>(env: Env<'a>, sock: Sock<'a>, opts: Term<'a>) -> NifResult<Term<'a>> {
+    crate::tcp_opts::set_opts(env, sock, opts)
+}
+
+/// A send timed out with `rest` unsent: queue it (or close, `send_timeout_close`).
+#[rustler::nif]
+fn tcp_send_timeout<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<Term<'a>> {
+    crate::tcp_send::timed_out(env, sock, rest)
+}
+
+/// `tcp_send_timeout` for a rest too large to copy on a normal scheduler.
+#[rustler::nif(schedule = "DirtyCpu")]
+fn tcp_send_timeout_dirty<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<Term<'a>> {
+    crate::tcp_send::timed_out(env, sock, rest)
+}
+
+/// Writes what timed-out sends left queued.
+#[rustler::nif]
+fn tcp_flush<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    handle: Term<'a>,
+    mode: Mode,
+) -> NifResult<Term<'a>> {
+    crate::tcp_send::flush(env, sock, handle, mode)
 }
 
 #[rustler::nif]
@@ -95,4 +124,10 @@ fn tcp_recv<'a>(
     mode: Mode,
 ) -> NifResult<Term<'a>> {
     tcp::recv(env, sock, len, handle, mode)
+}
+
+/// controlling_process's first step: passive now, `{ok, ModeToRestore}`.
+#[rustler::nif]
+fn tcp_pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    tcp::pause(env, sock)
 }

@@ -67,4 +67,17 @@ impl<'a> IoVec<'a> {
     pub fn size(&self) -> usize {
         self.size
     }
+
+    /// The bytes of each entry, in order.
+    pub fn slices(&self) -> impl Iterator<Item = &'a [u8]> + 'a {
+        self.iov.iter().map(|v| {
+            if v.iov_base.is_null() || v.iov_len == 0 {
+                &[][..]
+            } else {
+                // SAFETY: each entry points to iov_len readable bytes of a
+                // binary that env keeps alive for 'a (see `inspect`).
+                unsafe { std::slice::from_raw_parts(v.iov_base.cast::<u8>(), v.iov_len) }
+            }
+        })
+    }
 }

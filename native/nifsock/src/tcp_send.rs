@@ -1,0 +1,146 @@
+//! What `nifsock_tcp` does when a send times out: as gen_tcp, the bytes the
+//! send could not write stay queued in the socket (so a timeout never cuts a
+//! `{packet, N}` frame and later data never overtakes them) and the next
+//! send, from whichever process, writes them first; with
+//! `{send_timeout_close, true}` the socket is closed instead.
+//!
+//! Nothing here runs on a send that completes: `tcp::send_info` tells
+//! `nifsock_tcp:send/2` whether a rest is queued, under the lock it already
+//! takes.
+
+use rustler::{Encoder, Env, NifResult, Term};
+
+use crate::atoms;
+use crate::error::Error;
+use crate::lifecycle;
+use crate::nif::args::{self, Mode, Sock};
+use crate::socket::{Phase, SendRest, Socket};
+use crate::stats;
+use crate::sys::iovec::IoVec;
+use crate::sys::select::Dir;
+use crate::sys::syscall;
+
+/// A send timed out with `rest` (an I/O vector: the bytes it did not write)
+/// unsent: queue them (a copy: `nifsock_tcp` calls the dirty-scheduler entry
+/// point for a large rest), or close the socket under `send_timeout_close`.
+pub fn timed_out<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<Term<'a>> {
+    let iov = IoVec::inspect(env, rest).ok_or(rustler::Error::BadArg)?;
+    let close = {
+        let mut st = sock.s.lock();
+        if st.phase != Phase::Open {
+            return args::error(env, Error::Closed);
+        }
+        if st.tcp.send_timeout_close {
+            true
+        } else if iov.size() == 0 {
+            false
+        } else {
+            let r = st.send_rest.get_or_insert_with(Box::default);
+            // Drop the written front only once it is most of the buffer, so
+            // repeated timeouts don't move the unsent bytes each time.
+            if r.off > r.buf.len() / 2 {
+                let off = r.off.min(r.buf.len());
+                r.buf.drain(..off);
+                r.off = 0;
+            }
+            r.buf.reserve(iov.size());
+            for b in iov.slices() {
+                r.buf.extend_from_slice(b);
+            }
+            false
+        }
+    };
+    if close {
+        crate::tcp::close_ended(env, sock);
+    }
+    Ok(atoms::ok().encode(env))
+}
+
+enum Flushed {
+    Drained,
+    Blocked,
+    Failed(i32),
+    /// The fd is being closed.
+    Gone,
+}
+
+fn write_rest(s: &Socket, fd: std::os::fd::RawFd, rest: &mut SendRest) -> Flushed {
+    loop {
+        let unsent = rest.unsent();
+        if unsent.is_empty() {
+            return Flushed::Drained;
+        }
+        match syscall::send(fd, unsent, 0) {
+            Ok(n) => {
+                let partial = n < unsent.len();
+                s.count_write(n);
+                rest.off += n;
+                if partial {
+                    // the socket buffer is full: wait for room (no EAGAIN call)
+                    return Flushed::Blocked;
+                }
+            }
+            Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
+                stats::WRITES_EAGAIN.incr();
+                return Flushed::Blocked;
+            }
+            Err(libc::EINTR) => {}
+            Err(e) => return Flushed::Failed(e),
+        }
+    }
+}
+
+/// Writes the queued rest: `ok` once it is all out (or there is none),
+/// `select` when the caller must wait for its select message (Mode wait),
+/// `{error, timeout}` instead in Mode zero, `{error, R}` when the write
+/// fails (the rest is dropped: the stream is broken).
+///
+/// The rest is written under the state lock, so two processes flushing at
+/// once take turns and neither can write between its bytes.
+pub fn flush<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    handle: Term<'a>,
+    mode: Mode,
+) -> NifResult<Term<'a>> {
+    let caller = args::caller(env)?;
+    let outcome = {
+        let mut guard = sock.s.lock();
+        let st = &mut *guard;
+        if st.phase != Phase::Open {
+            return args::error(env, Error::Closed);
+        }
+        let outcome = match st.send_rest.as_deref_mut() {
+            None => Flushed::Drained,
+            Some(rest) => match sock.s.with_fd(|fd| write_rest(sock.s, fd, rest)) {
+                Ok(f) => f,
+                Err(_) => Flushed::Gone,
+            },
+        };
+        if !matches!(outcome, Flushed::Blocked) {
+            st.send_rest = None;
+        }
+        outcome
+    };
+    match outcome {
+        Flushed::Drained => {
+            lifecycle::done(env, sock.obj, Dir::Write, &caller);
+            Ok(atoms::ok().encode(env))
+        }
+        Flushed::Failed(e) => {
+            lifecycle::done(env, sock.obj, Dir::Write, &caller);
+            args::error(env, Error::Os(e))
+        }
+        Flushed::Gone => args::error(env, Error::Closed),
+        Flushed::Blocked if mode == Mode::Zero => {
+            lifecycle::done(env, sock.obj, Dir::Write, &caller);
+            args::error(env, Error::Timeout)
+        }
+        Flushed::Blocked => {
+            match lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle) {
+                Ok(()) => Ok(atoms::select().encode(env)),
+                Err(e) => args::error(env, e),
+            }
+        }
+    }
+}

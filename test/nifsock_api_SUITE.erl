@@ -1,24 +1,27 @@
-%%% Common Test suite for the public API of `nifsock'.
+%%% Common Test suite for the public API of `nifsock', run over OTP's
+%%% `socket' (group socket) and over `nifsock' (group nifsock), as Ranch's
+%%% acceptor_SUITE runs its cases over two transports: init_per_group puts in
+%%% Config the module under test (`mod'), the tag of its select/abort messages
+%%% (`tag': '$socket' / '$nifsock') and the OTP release whose behaviour it has
+%%% (`release': the running one for socket; 25 for nifsock, which keeps OTP
+%%% 25's behaviour where socket's changed since). Both modules are held to
+%%% the same assertions, so socket proves each test. Where nifsock
+%%% deliberately differs (README, "Differences from socket"), a case asserts
+%%% each module's documented behaviour (by_mod/3, not_owner_error/1,
+%%% getopt_not_socket_reason/1, not_tuple_option_result/1, check_tail/3,
+%%% is_sock/2, set_owner/3, api_exports/1, api_info_global/1); where socket's
+%%% behaviour changed with the release, the behaviour of the group's release
+%%% (release/1: api_recv_timeout_zero, api_recv_timeout_ms,
+%%% api_recv_nowait_partial, api_tos_names).
 %%%
-%%% Every case takes the module under test from Config (key `mod'); it is
-%%% `nifsock' unless init_per_suite is given another one, or the environment
-%%% variable NIFSOCK_API_MOD names one (NIFSOCK_API_MOD=socket runs the whole
-%%% suite against OTP's `socket', which is how the expectations were checked).
-%%% nifsock_parity_SUITE runs these same case functions in a `socket' and a
-%%% `nifsock' group.
-%%%
-%%% Select/abort messages are `{'$nifsock', S, Tag, Info}' for nifsock and
-%%% `{'$socket', S, Tag, Info}' for socket; tag/1 picks the right one.
+%%% Run one group: rebar3 ct --suite test/nifsock_api_SUITE --group socket
 %%% All traffic is on loopback (127.0.0.1, ::1, unix paths under /tmp).
 -module(nifsock_api_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
 
--export([all/0, suite/0, init_per_suite/1, end_per_suite/1,
-         init_per_testcase/2, end_per_testcase/2]).
-
-%% Used by nifsock_parity_SUITE.
--export([cases/0, setup_mod/2]).
+-export([all/0, suite/0, groups/0, init_per_suite/1, end_per_suite/1,
+         init_per_group/2, end_per_group/2, init_per_testcase/2, end_per_testcase/2]).
 
 -export([api_exports/1,
          api_open_variants/1,
@@ -75,6 +78,9 @@
          api_setopt_controlling_process_not_owner/1,
          api_close_leaves_no_message/1]).
 
+-import(nifsock_test_lib, [loopback/1, listener/2, pair/1, connect_accept/3, flush/0,
+                           kill_and_wait/1, fd_count/0, socket_fds/0, tmp_path/1]).
+
 -define(T, 5000).          % bound for anything that should happen "now"
 -define(BIG, (4 * 1024 * 1024)).
 -define(CLOSE_RACES, 100).  % per operation in api_close_leaves_no_message
@@ -85,7 +91,11 @@
 
 suite() -> [{timetrap, {seconds, 60}}].
 
-all() -> cases().
+all() -> [{group, socket}, {group, nifsock}].
+
+groups() ->
+    [{socket, [], cases()},
+     {nifsock, [], cases()}].
 
 cases() ->
     [api_exports,
@@ -143,35 +153,33 @@ cases() ->
      api_setopt_controlling_process_not_owner,
      api_close_leaves_no_message].
 
-init_per_suite(Config) ->
-    Mod = case proplists:get_value(mod, Config) of
-              undefined ->
-                  case os:getenv("NIFSOCK_API_MOD") of
-                      false -> nifsock;
-                      "" -> nifsock;
-                      Name -> list_to_atom(Name)
-                  end;
-              M -> M
-          end,
-    setup_mod(Mod, Config).
+init_per_suite(Config) -> Config.
 
 end_per_suite(_Config) -> ok.
 
+%% The group's module, its message tag and the OTP release whose behaviour
+%% it has; fails the group if the module can't open a socket.
+init_per_group(socket, Config) ->
+    setup_mod(socket, '$socket', list_to_integer(erlang:system_info(otp_release)), Config);
+init_per_group(nifsock, Config) ->
+    setup_mod(nifsock, '$nifsock', 25, Config).
+
+end_per_group(_Group, _Config) -> ok.
+
 init_per_testcase(_Case, Config) ->
     %% Leftover select/abort messages from an earlier case must not leak in.
-    flush_all(),
+    flush(),
     Config.
 
 end_per_testcase(_Case, _Config) -> ok.
 
-%% Checks that Mod is loadable and can open a socket; stores it in Config.
-setup_mod(Mod, Config) ->
+setup_mod(Mod, Tag, Release, Config) ->
     case code:ensure_loaded(Mod) of
         {module, Mod} ->
             try Mod:open(inet, stream, tcp) of
                 {ok, S} ->
                     ok = Mod:close(S),
-                    [{mod, Mod} | lists:keydelete(mod, 1, Config)];
+                    [{mod, Mod}, {tag, Tag}, {release, Release} | Config];
                 Other ->
                     {fail, {cannot_open_socket, Mod, Other}}
             catch C:R ->
@@ -379,9 +387,9 @@ api_recv_nowait(Config) ->
     {L, C, A} = pair(Mod),
     {select, {select_info, recv, H}} = Mod:recv(C, 0, nowait),
     true = is_reference(H),
-    assert_no_msg(Mod, C, 100),
+    assert_no_msg(Config, C, 100),
     ok = Mod:send(A, <<"data">>),
-    expect_msg(Mod, C, select, H),
+    expect_msg(Config, C, select, H),
     {ok, <<"data">>} = Mod:recv(C, 0, nowait),
     %% data already pending: nowait returns it at once
     ok = Mod:send(A, <<"more">>),
@@ -389,7 +397,7 @@ api_recv_nowait(Config) ->
                             fun({ok, _}) -> true;
                                ({select, {select_info, recv, H2}}) ->
                                     %% raced the data: wait for it
-                                    expect_msg(Mod, C, select, H2), false
+                                    expect_msg(Config, C, select, H2), false
                             end),
     close_all(Mod, [C, A, L]).
 
@@ -402,7 +410,7 @@ api_recv_nowait_partial(Config) ->
     {ok, <<"ab">>} = Mod:recv(C, 2, ?T),   % waits until data is there
     {select, {{select_info, recv, H}, <<"c">>}} = Mod:recv(C, 5, nowait),
     ok = Mod:send(A, <<"defg">>),
-    expect_msg(Mod, C, select, H),
+    expect_msg(Config, C, select, H),
     {ok, <<"defg">>} = Mod:recv(C, 4, nowait),
     close_all(Mod, [C, A, L]).
 
@@ -413,7 +421,7 @@ api_recv_select_handle(Config) ->
     Ref = make_ref(),
     {select, {select_info, recv, Ref}} = Mod:recv(C, 0, Ref),
     ok = Mod:send(A, <<"x">>),
-    expect_msg(Mod, C, select, Ref),
+    expect_msg(Config, C, select, Ref),
     {ok, <<"x">>} = Mod:recv(C, 0, nowait),
     close_all(Mod, [C, A, L]).
 
@@ -424,10 +432,10 @@ api_accept_nowait(Config) ->
     {L, Addr} = listener(Mod, inet),
     {select, {select_info, accept, H}} = Mod:accept(L, nowait),
     true = is_reference(H),
-    assert_no_msg(Mod, L, 100),
+    assert_no_msg(Config, L, 100),
     {ok, C} = Mod:open(inet, stream, tcp),
     ok = Mod:connect(C, Addr),
-    expect_msg(Mod, L, select, H),
+    expect_msg(Config, L, select, H),
     {ok, A} = Mod:accept(L, nowait),
     echo_roundtrip(Mod, C, A),
     close_all(Mod, [C, A, L]).
@@ -464,7 +472,7 @@ api_connect_nowait(Config) ->
     {ok, C} = Mod:open(inet, stream, tcp),
     {select, {select_info, connect, H}} = Mod:connect(C, Addr, nowait),
     true = is_reference(H),
-    expect_msg(Mod, C, select, H),
+    expect_msg(Config, C, select, H),
     ok = Mod:connect(C),
     {ok, Addr} = Mod:peername(C),
     {ok, A} = Mod:accept(L, ?T),
@@ -480,7 +488,7 @@ api_cancel_recv(Config) ->
     {select, {select_info, recv, _} = SI} = Mod:recv(C, 0, nowait),
     ok = Mod:cancel(C, SI),
     ok = Mod:send(A, <<"x">>),
-    assert_no_msg(Mod, C, 200),
+    assert_no_msg(Config, C, 200),
     {ok, <<"x">>} = Mod:recv(C, 0, ?T),
     {error, {invalid, SI}} = Mod:cancel(C, SI),
     close_all(Mod, [C, A, L]).
@@ -494,7 +502,7 @@ api_cancel_accept(Config) ->
     ok = Mod:cancel(L, SI),
     {ok, C} = Mod:open(inet, stream, tcp),
     ok = Mod:connect(C, Addr),
-    assert_no_msg(Mod, L, 200),
+    assert_no_msg(Config, L, 200),
     {ok, A} = Mod:accept(L, ?T),
     {error, {invalid, SI}} = Mod:cancel(L, SI),
     close_all(Mod, [C, A, L]).
@@ -531,7 +539,7 @@ api_close_wakes_accept_waiter(Config) ->
 api_close_aborts_nowait_waiters(Config) ->
     Mod = mod(Config),
     {L, C, A} = pair(Mod),
-    T = tag(Mod),
+    T = tag(Config),
     Self = self(),
     Forwarder = fun(Op) ->
                         spawn_link(fun() ->
@@ -558,7 +566,7 @@ api_close_aborts_nowait_waiters(Config) ->
     {L2, C2, A2} = pair(Mod),
     {select, {select_info, recv, H3}} = Mod:recv(C2, 0, nowait),
     ok = Mod:close(C2),
-    expect_msg(Mod, C2, abort, {H3, closed}),
+    expect_msg(Config, C2, abort, {H3, closed}),
     close_all(Mod, [A2, L2]).
 
 %% Ensures a second close returns {error, closed}.
@@ -668,7 +676,7 @@ api_connect_econnrefused(Config) ->
     {error, econnrefused} = Mod:connect(Y, Addr, 1000),
     {ok, Z} = Mod:open(inet, stream, tcp),
     {select, {select_info, connect, H}} = Mod:connect(Z, Addr, nowait),
-    expect_msg(Mod, Z, select, H),
+    expect_msg(Config, Z, select, H),
     {error, econnrefused} = Mod:connect(Z),
     close_all(Mod, [B, X, Y, Z]).
 
@@ -1123,8 +1131,8 @@ api_send_partial_nowait(Config) ->
     true = is_reference(H),
     check_tail(Mod, Rest, Flat),
     Reader = start_reader(Mod, A, byte_size(Flat)),
-    expect_msg(Mod, C, select, H),
-    ok = send_cont(Mod, C, Rest, SI, 1000),
+    expect_msg(Config, C, select, H),
+    ok = send_cont(Config, C, Rest, SI, 1000),
     Got = reader_result(Reader),
     Got = Flat,
     close_all(Mod, [C, A, L]).
@@ -1144,7 +1152,7 @@ api_recv_nowait_after_short_read(Config) ->
     ok = Mod:send(A, <<"ijkl">>),
     wait_pending(Mod, C, 4),
     {ok, <<"ijkl">>} = Mod:recv(C, 4, nowait),
-    assert_no_msg(Mod, C, 0),
+    assert_no_msg(Config, C, 0),
     close_all(Mod, [C, A, L]).
 
 %% Waits (bounded) until N bytes are readable on S, without reading them.
@@ -1336,8 +1344,14 @@ mod(Config) ->
         Mod -> Mod
     end.
 
-tag(socket) -> '$socket';
-tag(nifsock) -> '$nifsock'.
+%% The tag of the group's select/abort messages.
+tag(Config) ->
+    ?config(tag, Config).
+
+%% The OTP release whose behaviour the group's module has: socket's changes
+%% with the running release, nifsock keeps OTP 25's.
+release(Config) ->
+    ?config(release, Config).
 
 %% The socket-compatible part of the API (name/arity).
 common_api() ->
@@ -1403,37 +1417,12 @@ raised(F) ->
         exit:R -> {exit, R}
     end.
 
-loopback(inet) -> {127,0,0,1};
-loopback(inet6) -> {0,0,0,0,0,0,0,1}.
-
-%% {ListenSocket, ConnectAddress}
-listener(Mod, Fam) ->
-    {ok, L} = Mod:open(Fam, stream, tcp),
-    ok = Mod:bind(L, #{family => Fam, addr => loopback(Fam), port => 0}),
-    ok = Mod:listen(L, 128),
-    {ok, #{port := P}} = Mod:sockname(L),
-    {L, #{family => Fam, addr => loopback(Fam), port => P}}.
-
 local_listener(Mod, Path) ->
     {ok, L} = Mod:open(local, stream),
     Addr = #{family => local, path => Path},
     ok = Mod:bind(L, Addr),
     ok = Mod:listen(L),
     {L, Addr}.
-
-pair(Mod) ->
-    {L, Addr} = listener(Mod, inet),
-    {C, A} = connect_accept(Mod, L, Addr),
-    {L, C, A}.
-
-connect_accept(Mod, L, #{family := Fam} = Addr) ->
-    {ok, C} = case Fam of
-                  local -> Mod:open(local, stream);
-                  _ -> Mod:open(Fam, stream, tcp)
-              end,
-    ok = Mod:connect(C, Addr),
-    {ok, A} = Mod:accept(L, ?T),
-    {C, A}.
 
 %% A connected pair whose sender C has a small send buffer and whose
 %% receiver A a small receive buffer, so big sends block quickly.
@@ -1490,21 +1479,22 @@ send_until_stuck(Mod, S, Rest, N) ->
     end.
 
 %% Continue a partial nowait send with its select info until all is sent.
-send_cont(_Mod, _S, _Rest, _SI, 0) ->
+send_cont(_Config, _S, _Rest, _SI, 0) ->
     ct:fail(send_never_finished);
-send_cont(Mod, S, Rest, SI, N) ->
+send_cont(Config, S, Rest, SI, N) ->
+    Mod = mod(Config),
     case Mod:send(S, Rest, SI, nowait) of
         ok ->
             ok;
         {select, {{select_info, Tag, H} = SI2, Rest2}} ->
             true = is_send_tag(Tag),
             check_tail(Mod, Rest2, Rest),
-            expect_msg(Mod, S, select, H),
-            send_cont(Mod, S, Rest2, SI2, N - 1);
+            expect_msg(Config, S, select, H),
+            send_cont(Config, S, Rest2, SI2, N - 1);
         {select, {select_info, Tag, H} = SI2} ->
             true = is_send_tag(Tag),
-            expect_msg(Mod, S, select, H),
-            send_cont(Mod, S, Rest, SI2, N - 1);
+            expect_msg(Config, S, select, H),
+            send_cont(Config, S, Rest, SI2, N - 1);
         Other ->
             ct:fail({send_cont, Other})
     end.
@@ -1582,21 +1572,20 @@ ipv6_ok(Mod) ->
     end.
 
 make_tmp_dir() ->
-    Dir = filename:join("/tmp", "nifsock_ct_" ++ integer_to_list(erlang:unique_integer([positive]))
-                        ++ "_" ++ os:getpid()),
+    Dir = tmp_path("nifsock_ct"),
     ok = file:make_dir(Dir),
     Dir.
 
-expect_msg(Mod, S, Kind, Info) ->
-    T = tag(Mod),
+expect_msg(Config, S, Kind, Info) ->
+    T = tag(Config),
     receive {T, S, Kind, Info} -> ok
     after ?T ->
             {messages, Ms} = process_info(self(), messages),
             ct:fail({missing_message, {T, S, Kind, Info}, Ms})
     end.
 
-assert_no_msg(Mod, S, Ms) ->
-    T = tag(Mod),
+assert_no_msg(Config, S, Ms) ->
+    T = tag(Config),
     receive {T, S, _, _} = M -> ct:fail({unexpected_message, M})
     after Ms -> ok
     end.
@@ -1605,9 +1594,6 @@ assert_no_accepts(Ms) ->
     receive {accepted, _, _} = M -> ct:fail({unexpected_accept, M})
     after Ms -> ok
     end.
-
-flush_all() ->
-    receive _ -> flush_all() after 0 -> ok end.
 
 %% Give P (bounded, up to ~1 s) the chance to block in its call, i.e. sit in
 %% a receive. This only orders events; it asserts nothing (an implementation
@@ -1648,11 +1634,6 @@ do(Pid, F) ->
     Pid ! {do, self(), Ref, F},
     receive {Ref, R} -> R after ?T -> ct:fail({no_reply, Pid}) end.
 
-kill_and_wait(Pid) ->
-    MRef = erlang:monitor(process, Pid),
-    exit(Pid, kill),
-    receive {'DOWN', MRef, process, Pid, _} -> ok after ?T -> ct:fail({still_alive, Pid}) end.
-
 acceptor_loop(Mod, L, Parent) ->
     case Mod:accept(L, infinity) of
         {ok, A} ->
@@ -1663,14 +1644,3 @@ acceptor_loop(Mod, L, Parent) ->
         Other ->
             Parent ! {acceptor_done, self(), Other}
     end.
-
-fd_count() ->
-    {ok, Fs} = file:list_dir("/proc/self/fd"),
-    length(Fs).
-
-%% Open socket fds of this OS process as {Fd, Link} (link names the inode).
-socket_fds() ->
-    {ok, Fs} = file:list_dir("/proc/self/fd"),
-    lists:sort([{F, Link} || F <- Fs,
-                             {ok, Link} <- [file:read_link("/proc/self/fd/" ++ F)],
-                             lists:prefix("socket:", Link)]).

@@ -218,9 +218,9 @@ recv(S, Length, Timeout) ->
 
 %% @doc Receives `Length' bytes exactly, or what is there when `Length' is 0.
 %% With a timeout, a partial result is `{error, {timeout, Data}}'; with
-%% timeout 0, as socket, `{ok, Data}' with what is there (fewer bytes than
-%% `Length' when no more has arrived); with `nowait', `{select, {SelectInfo,
-%% Data}}'.
+%% timeout 0, as OTP 25's socket, `{ok, Data}' with what is there (fewer bytes
+%% than `Length' when no more has arrived; README: "Differences from socket");
+%% with `nowait', `{select, {SelectInfo, Data}}'.
 -spec recv(socket(), non_neg_integer(), list(), timeout_spec()) ->
           {ok, binary()} | {select, select_info() | {select_info(), binary()}} |
           {error, reason() | {reason(), binary()}}.

@@ -779,7 +779,7 @@ emfile_accept(Config, Prlimit) ->
 peer_emfile() ->
     %% load every module used below while fds remain (code loading needs one)
     [{module, _} = code:ensure_loaded(M)
-     || M <- [timer, maps, lists, nifsock, nifsock_nif, nifsock_test_lib]],
+     || M <- [timer, maps, lists, nifsock, nifsock_wait, nifsock_nif, nifsock_test_lib]],
     timer:sleep(1),
     Base = nifsock:info(),
     Fds0 = fd_count(),

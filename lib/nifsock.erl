@@ -25,16 +25,9 @@
 -export_type([socket/0, select_info/0, select_handle/0, select_tag/0,
               timeout_spec/0, level_name/0]).
 
--define(SOCK(Ref), {'$nifsock', Ref}).
--define(MSG(S, Kind, Info), {'$nifsock', S, Kind, Info}).
--define(SELECT_INFO(Tag, Handle), {select_info, Tag, Handle}).
+-include("nifsock_internal.hrl").
+
 -define(DEFAULT_BACKLOG, 5).
-%% receive's longest `after' (about 49 days); longer timeouts wait forever.
--define(MAX_WAIT, 16#FFFFFFFF).
-%% The handle of a wait inside a blocking call: a node-unique small integer.
-%% It is an immediate term, so the NIF keeps it without copying it into an
-%% env (user handles for nowait calls are references, as in socket).
--define(WAIT_HANDLE(), erlang:unique_integer()).
 
 -opaque socket() :: {'$nifsock', reference()}.
 -type select_handle() :: reference().
@@ -126,7 +119,7 @@ accept(L) ->
 -spec accept(socket(), timeout_spec()) ->
           {ok, socket()} | {select, select_info()} | {error, reason()}.
 accept(?SOCK(_) = L, Timeout) ->
-    case deadline(Timeout) of
+    case nifsock_wait:deadline(Timeout) of
         zero ->
             nifsock_nif:accept(L, undefined, zero);
         {handle, H} ->
@@ -146,7 +139,7 @@ accept_nowait(L, H) ->
 accept_wait(L, H, Deadline) ->
     case nifsock_nif:accept(L, H, wait) of
         select ->
-            case await(L, accept, H, Deadline) of
+            case nifsock_wait:await(L, accept, H, Deadline) of
                 select -> accept_wait(L, H, Deadline);
                 Reason -> {error, Reason}
             end;
@@ -170,7 +163,7 @@ connect(S, Addr) ->
 -spec connect(socket(), socket:sockaddr() | any | loopback, timeout_spec()) ->
           ok | {select, select_info()} | {error, reason()}.
 connect(?SOCK(_) = S, Addr, Timeout) when is_map(Addr); is_atom(Addr) ->
-    case deadline(Timeout) of
+    case nifsock_wait:deadline(Timeout) of
         zero ->
             sockaddr_error(nifsock_nif:connect(S, Addr, undefined, zero), Addr);
         {handle, H} ->
@@ -182,7 +175,7 @@ connect(?SOCK(_) = S, Addr, Timeout) when is_map(Addr); is_atom(Addr) ->
             H = ?WAIT_HANDLE(),
             case nifsock_nif:connect(S, Addr, H, wait) of
                 select ->
-                    case await(S, connect, H, Deadline) of
+                    case nifsock_wait:await(S, connect, H, Deadline) of
                         select -> nifsock_nif:connect_finish(S);
                         Reason -> {error, Reason}
                     end;
@@ -225,15 +218,15 @@ recv(S, Length, Timeout) ->
 
 %% @doc Receives `Length' bytes exactly, or what is there when `Length' is 0.
 %% With a timeout, a partial result is `{error, {timeout, Data}}'; with
-%% timeout 0, as socket, `{ok, Data}' with what is there (fewer bytes than
-%% `Length' when no more has arrived); with `nowait', `{select, {SelectInfo,
-%% Data}}'.
+%% timeout 0, as OTP 25's socket, `{ok, Data}' with what is there (fewer bytes
+%% than `Length' when no more has arrived; README: "Differences from socket");
+%% with `nowait', `{select, {SelectInfo, Data}}'.
 -spec recv(socket(), non_neg_integer(), list(), timeout_spec()) ->
           {ok, binary()} | {select, select_info() | {select_info(), binary()}} |
           {error, reason() | {reason(), binary()}}.
 recv(?SOCK(_) = S, Length, Flags, Timeout)
   when is_integer(Length), Length >= 0, is_list(Flags) ->
-    case deadline(Timeout) of
+    case nifsock_wait:deadline(Timeout) of
         zero ->
             recv_zero(S, Length, Flags);
         {handle, H} ->
@@ -261,7 +254,7 @@ recv_nowait(S, Length, Flags, H) ->
 recv_wait(S, Length, Flags, H, Deadline) ->
     case nifsock_nif:recv(S, Length, Flags, H, wait) of
         select ->
-            case await(S, recv, H, Deadline) of
+            case nifsock_wait:await(S, recv, H, Deadline) of
                 select -> recv_wait(S, Length, Flags, H, Deadline);
                 Reason -> with_partial(S, Reason)
             end;
@@ -308,7 +301,7 @@ send(S, Data, ?SELECT_INFO({send, _}, _), Timeout) ->
     send(S, Data, [], Timeout);
 send(?SOCK(_) = S, Data, Flags, Timeout) when is_list(Flags) ->
     IOV = iovec(S, Data, Flags, Timeout),
-    case deadline(Timeout) of
+    case nifsock_wait:deadline(Timeout) of
         zero ->
             case nifsock_nif:send(S, IOV, Flags, undefined, zero) of
                 {more, 0} -> {error, timeout};
@@ -339,7 +332,7 @@ send_wait(S, IOV, Flags, H, Deadline, Written) ->
         {select, N} ->
             Rest = rest(IOV, N),
             Written1 = Written orelse N > 0,
-            case await(S, send, H, Deadline) of
+            case nifsock_wait:await(S, send, H, Deadline) of
                 select -> send_wait(S, Rest, Flags, H, Deadline, Written1);
                 Reason -> send_error(Reason, Rest, Written1)
             end;
@@ -404,7 +397,7 @@ sendfile(?SOCK(_) = S, File, Offset, Count, Timeout)
   when is_integer(Offset), Offset >= 0, is_integer(Count), Count >= 0 ->
     case file_fd(File) of
         {ok, Fd} ->
-            case deadline(Timeout) of
+            case nifsock_wait:deadline(Timeout) of
                 {handle, H} ->
                     sendfile_nowait(S, Fd, Offset, Count, H, 0);
                 Deadline ->
@@ -445,7 +438,7 @@ sendfile_wait(S, Fd, Offset, Count, H, Deadline, Sent) ->
             sendfile_wait(S, Fd, Offset + N, sendfile_left(Count, N), H, Deadline, Sent + N);
         {select, N} ->
             Sent1 = Sent + N,
-            case await(S, sendfile, H, Deadline) of
+            case nifsock_wait:await(S, sendfile, H, Deadline) of
                 select ->
                     sendfile_wait(S, Fd, Offset + N, sendfile_left(Count, N), H, Deadline, Sent1);
                 Reason ->
@@ -579,31 +572,3 @@ info() ->
 -spec info(socket()) -> map().
 info(?SOCK(_) = S) -> nifsock_nif:info(S);
 info(S) -> erlang:error(badarg, [S]).
-
-%%% ------------------------------------------------------------------
-%%% Timeouts
-
-deadline(infinity) -> infinity;
-deadline(nowait) -> {handle, make_ref()};
-deadline(0) -> zero;
-deadline(T) when is_integer(T), T > ?MAX_WAIT -> infinity;
-deadline(T) when is_integer(T), T > 0 -> erlang:monotonic_time(millisecond) + T;
-deadline(H) when is_reference(H) -> {handle, H};
-deadline(T) -> erlang:error({invalid, {timeout, T}}).
-
-remaining(infinity) -> infinity;
-remaining(zero) -> 0;
-remaining(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).
-
-%% Waits for the message that ends a wait-mode call's wait `H' for `Op':
-%% `select' when `S' is ready again, the abort reason (`closed', ...) when the
-%% wait was ended under the caller, or `timeout' once `Deadline' passes (the
-%% wait is cancelled first, so no late message is left in the mailbox).
-await(S, Op, H, Deadline) ->
-    receive
-        ?MSG(S, select, H) -> select;
-        ?MSG(S, abort, {H, Reason}) -> Reason
-    after remaining(Deadline) ->
-            _ = nifsock_wait:cancel(S, Op, H),
-            timeout
-    end.

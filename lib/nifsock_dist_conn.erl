@@ -26,12 +26,13 @@
 -export([start_link/1, handshake_complete/2, tick/1]).
 -export([controller/2, input/4]).
 
+-include("nifsock_internal.hrl").
+
 %% As gen_tcp_dist: off-heap queues, and cheap full sweeps of processes that
 %% hold almost nothing live, so no stale binaries linger.
 -define(SPAWN_OPTS, [{message_queue_data, off_heap}, {fullsweep_after, 0}]).
 %% The most bytes one send takes from the VM's queue.
 -define(BATCH_BYTES, (256 * 1024)).
--define(MSG(S, Kind, Info), {'$nifsock', S, Kind, Info}).
 
 -record(in, {sock :: nifsock_tcp:socket(),
              dhandle :: term()}).

@@ -1,6 +1,7 @@
 %% @private
 %% @doc NIF stubs of nifsock. Nothing but stubs and the loader: the public API,
-%% argument checks and timeout loops are in `nifsock'.
+%% argument checks and timeout loops are in `nifsock' (its waits in
+%% `nifsock_wait').
 -module(nifsock_nif).
 
 -export([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,

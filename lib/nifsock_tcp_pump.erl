@@ -8,6 +8,8 @@
 -export([for_caller/0]).
 -export([init/1]).
 
+-include("nifsock_internal.hrl").
+
 %% @doc The pump for the caller's scheduler, started on first use.
 -spec for_caller() -> pid().
 for_caller() ->
@@ -54,7 +56,7 @@ init(Name) ->
 
 loop() ->
     receive
-        {'$nifsock', S, select, active} ->
+        ?MSG(S, select, active) ->
             try nifsock_nif:tcp_deliver(S)
             catch Class:Reason ->
                     logger:warning("nifsock_tcp pump: ~p:~p", [Class, Reason])

@@ -38,8 +38,7 @@ init_per_testcase(_Case, Config) ->
     Config.
 
 end_per_testcase(_Case, _Config) ->
-    [catch peer:stop(P) || P <- erase_peers()],
-    ok.
+    nifsock_test_lib:stop_peers().
 
 %%% ------------------------------------------------------------------
 %%% Cases
@@ -340,23 +339,11 @@ start_node(Carrier, Cookie, Extra) ->
                inet_tcp -> [];
                _ -> ["-proto_dist", atom_to_list(Carrier)]
            end,
-    Paths = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, nifsock_dist]]),
-    Args = Dist ++ lists:append([["-pa", P] || P <- Paths]) ++ ["-setcookie", Cookie] ++ Extra,
     Name = peer:random_name(lists:concat(["nsd_", Carrier])),
-    case peer:start(#{name => Name, connection => standard_io, args => Args}) of
-        {ok, Peer, Node} ->
-            put(peers, [Peer | case get(peers) of undefined -> []; Ps -> Ps end]),
-            {module, _} = peer:call(Peer, code, ensure_loaded, [?MODULE], ?T),
-            {Peer, Node};
-        Error ->
-            ct:fail({peer_start, Carrier, Error})
-    end.
-
-erase_peers() ->
-    case erase(peers) of
-        undefined -> [];
-        Ps -> Ps
-    end.
+    {Peer, Node} = nifsock_test_lib:start_peer(#{name => Name, connection => standard_io,
+                                                 args => Dist ++ ["-setcookie", Cookie] ++ Extra}),
+    {module, _} = peer:call(Peer, code, ensure_loaded, [?MODULE], ?T),
+    {Peer, Node}.
 
 strip_stack({badrpc, {'EXIT', {Reason, _Stack}}}) -> {badrpc, {'EXIT', {Reason, '_'}}};
 strip_stack(Other) -> Other.

@@ -17,6 +17,8 @@
          proxy_parse_v2_crc/1,
          proxy_parse_v2_errors/1]).
 
+-import(nifsock_test_lib, [proxy_tlv/2, proxy_v2/2]).
+
 -define(SIG, "\r\n\r\n\0\r\nQUIT\n").
 
 all() ->
@@ -90,43 +92,45 @@ proxy_parse_v2_addresses(_Config) ->
     {ok, #{command := proxy, transport_family := ipv4, transport_protocol := stream,
            src_address := {1, 2, 3, 4}, dest_address := {5, 6, 7, 8},
            src_port := 80, dest_port := 443}} =
-        nifsock_proxy_header:parse(v2(16#11, <<1, 2, 3, 4, 5, 6, 7, 8, 80:16, 443:16>>)),
+        nifsock_proxy_header:parse(proxy_v2(16#11, <<1, 2, 3, 4, 5, 6, 7, 8, 80:16, 443:16>>)),
     {ok, #{transport_family := ipv6, transport_protocol := dgram,
            src_address := {1, 2, 3, 4, 5, 6, 7, 8}, dest_port := 9}} =
-        nifsock_proxy_header:parse(v2(16#22, <<1:16, 2:16, 3:16, 4:16, 5:16, 6:16, 7:16, 8:16,
-                                                0:128, 7:16, 9:16>>)),
+        nifsock_proxy_header:parse(proxy_v2(16#22, <<1:16, 2:16, 3:16, 4:16, 5:16, 6:16, 7:16,
+                                                      8:16, 0:128, 7:16, 9:16>>)),
     {ok, #{transport_family := unix, src_address := <<"/tmp/a">>,
            dest_address := <<"/tmp/b">>}} =
-        nifsock_proxy_header:parse(v2(16#31, <<(pad(<<"/tmp/a">>))/binary,
-                                                (pad(<<"/tmp/b">>))/binary>>)),
+        nifsock_proxy_header:parse(proxy_v2(16#31, <<(pad(<<"/tmp/a">>))/binary,
+                                                      (pad(<<"/tmp/b">>))/binary>>)),
     {ok, #{transport_family := undefined, transport_protocol := undefined}} =
-        nifsock_proxy_header:parse(v2(16#00, <<"ignored">>)).
+        nifsock_proxy_header:parse(proxy_v2(16#00, <<"ignored">>)).
 
 %% v2 TLVs: ALPN, authority, SSL with sub-TLVs, netns, noop, and unknown ones kept raw.
 proxy_parse_v2_tlvs(_Config) ->
-    SSL = <<(1 bor 2), 0:32, (tlv(16#21, <<"TLSv1.3">>))/binary, (tlv(16#22, <<"cn">>))/binary>>,
-    TLVs = <<(tlv(16#01, <<"h2">>))/binary, (tlv(16#02, <<"example.com">>))/binary,
-             (tlv(16#04, <<0, 0>>))/binary, (tlv(16#20, SSL))/binary,
-             (tlv(16#30, <<"ns">>))/binary, (tlv(16#E0, <<"x">>))/binary>>,
+    SSL = <<(1 bor 2), 0:32, (proxy_tlv(16#21, <<"TLSv1.3">>))/binary,
+            (proxy_tlv(16#22, <<"cn">>))/binary>>,
+    TLVs = <<(proxy_tlv(16#01, <<"h2">>))/binary, (proxy_tlv(16#02, <<"example.com">>))/binary,
+             (proxy_tlv(16#04, <<0, 0>>))/binary, (proxy_tlv(16#20, SSL))/binary,
+             (proxy_tlv(16#30, <<"ns">>))/binary, (proxy_tlv(16#E0, <<"x">>))/binary>>,
     {ok, #{alpn := <<"h2">>, authority := <<"example.com">>, netns := <<"ns">>,
            raw_tlvs := [{16#E0, <<"x">>}],
            ssl := #{client := [ssl, cert_conn], verified := true, version := <<"TLSv1.3">>,
                     cn := <<"cn">>}}} =
-        nifsock_proxy_header:parse(v2(16#11, <<1, 2, 3, 4, 5, 6, 7, 8, 1:16, 2:16, TLVs/binary>>)),
+        nifsock_proxy_header:parse(proxy_v2(16#11, <<1, 2, 3, 4, 5, 6, 7, 8, 1:16, 2:16,
+                                                      TLVs/binary>>)),
     {error, _} = nifsock_proxy_header:parse(
-                   v2(16#11, <<1, 2, 3, 4, 5, 6, 7, 8, 1:16, 2:16, 16#01, 9:16, "h2">>)).
+                   proxy_v2(16#11, <<1, 2, 3, 4, 5, 6, 7, 8, 1:16, 2:16, 16#01, 9:16, "h2">>)).
 
 %% v2 CRC32C TLV: the checksum over the header with the field zeroed is
 %% accepted; any other value is rejected.
 proxy_parse_v2_crc(_Config) ->
     Addr = <<1, 2, 3, 4, 5, 6, 7, 8, 1:16, 2:16>>,
-    Zeroed = v2(16#11, <<Addr/binary, 16#03, 4:16, 0:32>>),
+    Zeroed = proxy_v2(16#11, <<Addr/binary, 16#03, 4:16, 0:32>>),
     CRC = nifsock_proxy_header:crc32c(Zeroed),
-    Good = v2(16#11, <<Addr/binary, 16#03, 4:16, CRC:32>>),
+    Good = proxy_v2(16#11, <<Addr/binary, 16#03, 4:16, CRC:32>>),
     {ok, #{src_port := 1}} = nifsock_proxy_header:parse(Good),
-    {error, _} = nifsock_proxy_header:parse(v2(16#11, <<Addr/binary, 16#03, 4:16,
-                                                        (CRC bxor 1):32>>)),
-    {error, _} = nifsock_proxy_header:parse(v2(16#11, <<Addr/binary, 16#03, 3:16, 0:24>>)).
+    {error, _} = nifsock_proxy_header:parse(proxy_v2(16#11, <<Addr/binary, 16#03, 4:16,
+                                                              (CRC bxor 1):32>>)),
+    {error, _} = nifsock_proxy_header:parse(proxy_v2(16#11, <<Addr/binary, 16#03, 3:16, 0:24>>)).
 
 %% v2: bad version, command, family, protocol and short bodies are errors.
 proxy_parse_v2_errors(_Config) ->
@@ -139,12 +143,6 @@ proxy_parse_v2_errors(_Config) ->
               <<?SIG, 16#21, 16#21, 12:16, 0:96>>,      % IPv6 body too short
               <<?SIG, 16#21, 16#31, 216:16, 0:1728>>]], % empty UNIX paths
     ok.
-
-v2(FamProto, Body) ->
-    <<?SIG, 16#21, FamProto, (byte_size(Body)):16, Body/binary>>.
-
-tlv(Type, Value) ->
-    <<Type, (byte_size(Value)):16, Value/binary>>.
 
 pad(Path) ->
     <<Path/binary, 0:((108 - byte_size(Path)) * 8)>>.

@@ -57,6 +57,8 @@
          ranch_peername_sockname/1,
          ranch_owner_exit_closes/1]).
 
+-import(nifsock_test_lib, [flush/0, proxy_tlv/2, proxy_v2/2, tmp_path/1]).
+
 -define(T, 5000).
 -define(ACTIVE_N, 100).
 -define(FILE_SIZE, (256 * 1024)).
@@ -647,12 +649,12 @@ ranch_recv_proxy_header_v2(_Config) ->
     Sig = <<"\r\n\r\n\0\r\nQUIT\n">>,
     Addr4 = <<127, 0, 0, 1, 192, 168, 0, 1, 444:16, 443:16>>,
     SSLTLV = ssl_tlv(),
-    TLVs = [tlv(1, <<"h2">>), tlv(2, <<"example.com">>), SSLTLV, tlv(16#30, <<"ns1">>),
-            tlv(16#ea, <<1, "id">>), tlv(4, <<0, 0, 0>>)],
-    V4 = v2(16#11, [Addr4 | TLVs]),
+    TLVs = [proxy_tlv(1, <<"h2">>), proxy_tlv(2, <<"example.com">>), SSLTLV,
+            proxy_tlv(16#30, <<"ns1">>), proxy_tlv(16#ea, <<1, "id">>), proxy_tlv(4, <<0, 0, 0>>)],
+    V4 = proxy_v2(16#11, [Addr4 | TLVs]),
     V4Crc = with_crc(16#11, [Addr4 | TLVs]),
     Addr6 = <<16#2001:16, 16#db8:16, 0:80, 1:16, 0:112, 1:16, 1000:16, 2000:16>>,
-    V6 = v2(16#21, [Addr6]),
+    V6 = proxy_v2(16#21, [Addr6]),
     Local = <<Sig/binary, 16#20, 0, 0:16>>,
     Unspec = <<Sig/binary, 16#21, 0, 3:16, "xyz">>,
     Base4 = #{version => 2, command => proxy, transport_family => ipv4,
@@ -804,8 +806,7 @@ stop_listener(#{l := L, sup := Sup, acceptors := Acceptors} = Lst) ->
     Stats.
 
 port(#{l := L}) ->
-    {ok, {_, Port}} = ?TR:sockname(L),
-    Port.
+    nifsock_test_lib:port(?TR, L).
 
 stats(#{stats := Tab}) ->
     maps:from_list([KV || {K, _} = KV <- ets:tab2list(Tab), is_atom(K)]).
@@ -1232,21 +1233,14 @@ pair() ->
     ok = ?TR:close(L),
     {C, S}.
 
-tlv(Type, Value) ->
-    <<Type, (byte_size(Value)):16, Value/binary>>.
-
 ssl_tlv() ->
-    Subs = [tlv(16#21, <<"TLSv1.3">>), tlv(16#22, <<"client">>)],
+    Subs = [proxy_tlv(16#21, <<"TLSv1.3">>), proxy_tlv(16#22, <<"client">>)],
     Value = iolist_to_binary([<<3, 0:32>> | Subs]),
-    tlv(16#20, Value).
-
-v2(FamProto, Parts) ->
-    Body = iolist_to_binary(Parts),
-    <<"\r\n\r\n\0\r\nQUIT\n", 16#21, FamProto, (byte_size(Body)):16, Body/binary>>.
+    proxy_tlv(16#20, Value).
 
 %% A v2 header with a CRC32C TLV appended, computed independently of the transport.
 with_crc(FamProto, Parts) ->
-    Zeroed = v2(FamProto, Parts ++ [<<3, 4:16, 0:32>>]),
+    Zeroed = proxy_v2(FamProto, Parts ++ [<<3, 4:16, 0:32>>]),
     Crc = crc32c(Zeroed),
     Size = byte_size(Zeroed) - 4,
     <<Head:Size/binary, 0:32>> = Zeroed,
@@ -1264,8 +1258,4 @@ crc32c(Bin) ->
                 end, 16#FFFFFFFF, binary_to_list(Bin)) bxor 16#FFFFFFFF.
 
 unique_sock_path() ->
-    list_to_binary(io_lib:format("/tmp/nifsock_ranch_~s_~b.sock",
-                                 [os:getpid(), erlang:unique_integer([positive])])).
-
-flush() ->
-    receive _ -> flush() after 0 -> ok end.
+    list_to_binary(tmp_path("nifsock_ranch") ++ ".sock").

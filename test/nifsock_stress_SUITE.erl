@@ -41,6 +41,8 @@
 -export([peer_echo_server/1, peer_echo_stop/1, peer_info/0, peer_emfile/0,
          peer_huge_recv/1, peer_epipe/1]).
 
+-import(nifsock_test_lib, [listener/3, connect_accept/3, flush/0, fd_count/0, socket_fds/0]).
+
 -define(LOOP, {127, 0, 0, 1}).
 -define(WT, 5000).              % bound for a waiter that close must wake
 -define(T, 5000).               % bound for anything that should happen "now"
@@ -86,8 +88,7 @@ init_per_testcase(_Case, Config) ->
     Config.
 
 end_per_testcase(_Case, _Config) ->
-    [catch peer:stop(P) || P <- erase_peers()],
-    ok.
+    nifsock_test_lib:stop_peers().
 
 %%--------------------------------------------------------------------
 %% 3. Close races
@@ -115,7 +116,7 @@ stress_close_race(_Config) ->
     ok.
 
 close_race(N) ->
-    {L, Addr} = listener(1024),
+    {L, Addr} = listener(nifsock, inet, 1024),
     Big = binary:copy(<<?TAG>>, 256 * 1024),
     Small = binary:copy(<<?TAG>>, 100),
     Acc = close_race_loop(1, N, L, Addr, Big, Small, #{bad => []}),
@@ -125,8 +126,8 @@ close_race(N) ->
 close_race_loop(I, N, _L, _Addr, _Big, _Small, Acc) when I > N ->
     Acc;
 close_race_loop(I, N, L, Addr, Big, Small, Acc0) ->
-    {C, A} = pair(L, Addr),
-    {L2, _} = listener(1),
+    {C, A} = connect_accept(nifsock, L, Addr),
+    {L2, _} = listener(nifsock, inet, 1),
     case I rem 2 of
         0 -> ok = nifsock:setopt(C, {socket, sndbuf}, 4096),
              ok = nifsock:setopt(A, {socket, rcvbuf}, 4096);
@@ -281,7 +282,7 @@ stress_fd_reuse_canary(_Config) ->
     ok.
 
 canary(Conns, Workers) ->
-    {L, Addr} = listener(1024),
+    {L, Addr} = listener(nifsock, inet, 1024),
     Self = self(),
     Stats = counters:new(4, [write_concurrency]),   % 1 client bytes, 2 server bytes, 3 bad, 4 conns
     Fds = ets:new(canary_fds, [set, public, {write_concurrency, true}]),
@@ -443,7 +444,7 @@ owner_batches(Done, N, Batch, Big, Acc) ->
     owner_batches(Done + K, N, Batch, Big, Acc1).
 
 owner(Mode, Parent, Big) ->
-    {L, Addr} = listener(4),
+    {L, Addr} = listener(nifsock, inet, 4),
     {ok, C} = nifsock:open(inet, stream),
     ok = nifsock:connect(C, Addr, ?T),
     {ok, A} = nifsock:accept(L, ?T),
@@ -554,7 +555,7 @@ echo_once(C, R) ->
 peer_echo_server(Backlog) ->
     Self = self(),
     Server = spawn(fun() ->
-                           {L, #{port := Port}} = listener(Backlog),
+                           {L, #{port := Port}} = listener(nifsock, inet, Backlog),
                            Acceptors = [spawn_link(fun() -> echo_acceptor(L) end)
                                         || _ <- lists:seq(1, 4)],
                            Self ! {port, Port},
@@ -621,7 +622,7 @@ stress_connect_accept_close_cycles(_Config) ->
     ok.
 
 cycles(N, Workers) ->
-    {L, Addr} = listener(1024),
+    {L, Addr} = listener(nifsock, inet, 1024),
     Self = self(),
     Acc = counters:new(1, []),
     Acceptors = [spawn_link(fun() -> cycle_acceptor(L, Acc) end) || _ <- lists:seq(1, 2)],
@@ -676,7 +677,7 @@ cycle_worker(Addr, K) ->
 stress_fault_rst_mid_read(_Config) ->
     Base = baseline(),
     Res = isolated(fun() ->
-                           {L, Addr} = listener(64),
+                           {L, Addr} = listener(nifsock, inet, 64),
                            R = [rst_round(L, Addr, Len) || Len <- lists:duplicate(50, 0) ++ lists:duplicate(50, 100)],
                            ok = nifsock:close(L),
                            R
@@ -686,7 +687,7 @@ stress_fault_rst_mid_read(_Config) ->
     settle(Base).
 
 rst_round(L, Addr, Len) ->
-    {C, A} = pair(L, Addr),
+    {C, A} = connect_accept(nifsock, L, Addr),
     Self = self(),
     Pre = case Len of 0 -> <<>>; _ -> <<"0123456789">> end,
     R = spawn_link(fun() -> Self ! {rst, self(), nifsock:recv(A, Len, ?T)} end),
@@ -711,8 +712,8 @@ rst_round(L, Addr, Len) ->
 stress_fault_half_close(_Config) ->
     Base = baseline(),
     ok = isolated(fun() ->
-                          {L, Addr} = listener(4),
-                          {C, A} = pair(L, Addr),
+                          {L, Addr} = listener(nifsock, inet, 4),
+                          {C, A} = connect_accept(nifsock, L, Addr),
                           Data = rand:bytes(200000),
                           Self = self(),
                           spawn_link(fun() ->
@@ -777,11 +778,12 @@ emfile_accept(Config, Prlimit) ->
 
 peer_emfile() ->
     %% load every module used below while fds remain (code loading needs one)
-    [{module, _} = code:ensure_loaded(M) || M <- [timer, maps, lists, nifsock, nifsock_nif]],
+    [{module, _} = code:ensure_loaded(M)
+     || M <- [timer, maps, lists, nifsock, nifsock_wait, nifsock_nif, nifsock_test_lib]],
     timer:sleep(1),
     Base = nifsock:info(),
     Fds0 = fd_count(),
-    {L, Addr} = listener(16),
+    {L, Addr} = listener(nifsock, inet, 16),
     {ok, C} = nifsock:open(inet, stream),
     Fillers = fill_fds([]),
     OpenAtLimit = nifsock:open(inet, stream),
@@ -872,7 +874,7 @@ refused(Addr, How) ->
 stress_fault_connect_timeout_backlog_full(_Config) ->
     Base = baseline(),
     Res = isolated(fun() ->
-                           {L, Addr} = listener(0),
+                           {L, Addr} = listener(nifsock, inet, 0),
                            {Fill, TimedOut, Ms} = fill_backlog(Addr, [], 20),
                            {ok, N} = nifsock:open(inet, stream),
                            {select, SI} = nifsock:connect(N, Addr, nowait),
@@ -950,7 +952,7 @@ stress_fault_epipe_no_sigpipe(Config) ->
     end.
 
 peer_epipe(N) ->
-    {L, Addr} = listener(64),
+    {L, Addr} = listener(nifsock, inet, 64),
     Res = [epipe_round(L, Addr, I) || I <- lists:seq(1, N)],
     nifsock:close(L),
     lists:foldl(fun({ok, R}, Acc) -> maps:update_with(R, fun(X) -> X + 1 end, 1, Acc);
@@ -958,7 +960,7 @@ peer_epipe(N) ->
                 end, #{bad => []}, Res).
 
 epipe_round(L, Addr, I) ->
-    {C, A} = pair(L, Addr),
+    {C, A} = connect_accept(nifsock, L, Addr),
     ok = nifsock:close(A),
     Send = case I rem 4 of
                0 -> fun() -> nifsock:send(C, <<"data">>) end;
@@ -1019,8 +1021,8 @@ huge_ok({returned, {raised, error, {invalid, _}}}) -> true;
 huge_ok(_) -> false.
 
 peer_huge_recv(Len) ->
-    {L, Addr} = listener(4),
-    {C, A} = pair(L, Addr),
+    {L, Addr} = listener(nifsock, inet, 4),
+    {C, A} = connect_accept(nifsock, L, Addr),
     ok = nifsock:send(C, <<"x">>),
     timer:sleep(20),
     R = try nifsock:recv(A, Len, 0)
@@ -1037,7 +1039,7 @@ peer_huge_recv(Len) ->
 stress_concurrent_exact_recv_no_garbage(_Config) ->
     Base = baseline(),
     Res = isolated(fun() ->
-                           {L, Addr} = listener(4),
+                           {L, Addr} = listener(nifsock, inet, 4),
                            R = [exact_race_round(L, Addr) || _ <- lists:seq(1, 10)],
                            ok = nifsock:close(L),
                            R
@@ -1047,7 +1049,7 @@ stress_concurrent_exact_recv_no_garbage(_Config) ->
     settle(Base).
 
 exact_race_round(L, Addr) ->
-    {C, S} = pair(L, Addr),
+    {C, S} = connect_accept(nifsock, L, Addr),
     Self = self(),
     A = spawn(fun() -> Self ! {a, self(), nifsock:recv(S, 1000, 300)} end),
     wait_blocked(A, 100),
@@ -1084,7 +1086,7 @@ stress_send_close_race_result_shape(_Config) ->
     N = n(3000, 30000),
     Base = baseline(),
     Res = isolated(fun() ->
-                           {L, Addr} = listener(64),
+                           {L, Addr} = listener(nifsock, inet, 64),
                            Data = rand:bytes(1024 * 1024),
                            R = [send_close_round(L, Addr, Data) || _ <- lists:seq(1, N)],
                            ok = nifsock:close(L),
@@ -1101,7 +1103,7 @@ tag({bad, _}) -> bad;
 tag(X) -> X.
 
 send_close_round(L, Addr, Data) ->
-    {C, A} = pair(L, Addr),
+    {C, A} = connect_accept(nifsock, L, Addr),
     ok = nifsock:setopt(C, {socket, sndbuf}, 4096),
     ok = nifsock:setopt(A, {socket, rcvbuf}, 4096),
     Self = self(),
@@ -1150,8 +1152,8 @@ summarize_send(R) -> R.
 %% total grows by less than 1 MB (one armed wait per socket, as socket has).
 stress_nowait_rearm_memory_bounded(_Config) ->
     Growth = isolated(fun() ->
-                              {L, Addr} = listener(4),
-                              {C, A} = pair(L, Addr),
+                              {L, Addr} = listener(nifsock, inet, 4),
+                              {C, A} = connect_accept(nifsock, L, Addr),
                               garbage_collect(),
                               M0 = erlang:memory(total),
                               [{select, _} = nifsock:recv(C, 0, nowait) || _ <- lists:seq(1, 100000)],
@@ -1172,8 +1174,8 @@ stress_nowait_rearm_memory_bounded(_Config) ->
 stress_edge_args_raise_badarg_or_wait(_Config) ->
     Base = baseline(),
     Res = isolated(fun() ->
-                           {L, Addr} = listener(4),
-                           {C, A} = pair(L, Addr),
+                           {L, Addr} = listener(nifsock, inet, 4),
+                           {C, A} = connect_accept(nifsock, L, Addr),
                            ok = nifsock:send(A, <<"pending">>),
                            ok = nifsock:setopt(C, {socket, sndbuf}, 4096),
                            ok = nifsock:setopt(A, {socket, rcvbuf}, 4096),
@@ -1236,8 +1238,8 @@ summarize_edge(X) -> X.
 stress_recv_flags_never_spin(_Config) ->
     Base = baseline(),
     Res = isolated(fun() ->
-                           {L, Addr} = listener(4),
-                           {C, A} = pair(L, Addr),
+                           {L, Addr} = listener(nifsock, inet, 4),
+                           {C, A} = connect_accept(nifsock, L, Addr),
                            ok = nifsock:send(C, <<"pending">>),
                            timer:sleep(20),
                            R = [{Flags, spin_check(A, Flags)} || Flags <- [[errqueue], [-1]]],
@@ -1287,19 +1289,6 @@ deadline(T) -> now_ms() + T.
 
 remaining(D) -> max(0, D - now_ms()).
 
-listener(Backlog) ->
-    {ok, L} = nifsock:open(inet, stream),
-    ok = nifsock:bind(L, #{family => inet, addr => ?LOOP, port => 0}),
-    ok = nifsock:listen(L, Backlog),
-    {ok, Addr} = nifsock:sockname(L),
-    {L, Addr}.
-
-pair(L, Addr) ->
-    {ok, C} = nifsock:open(inet, stream),
-    ok = nifsock:connect(C, Addr, ?T),
-    {ok, A} = nifsock:accept(L, ?T),
-    {C, A}.
-
 %% Runs F in a fresh process (so no socket term outlives it) and returns its
 %% result; fails if it crashes or exceeds Timeout.
 isolated(F, Timeout) ->
@@ -1335,16 +1324,8 @@ poll_until(F, Ms) ->
         false -> timer:sleep(20), poll_until(F, Ms - 20)
     end.
 
-flush() ->
-    receive _ -> flush() after 0 -> ok end.
-
-fd_count() ->
-    {ok, Fs} = file:list_dir("/proc/self/fd"),
-    length(Fs).
-
 socket_fd_count() ->
-    {ok, Fs} = file:list_dir("/proc/self/fd"),
-    length([F || F <- Fs, {ok, "socket:" ++ _} <- [file:read_link("/proc/self/fd/" ++ F)]]).
+    length(socket_fds()).
 
 fd_limit() ->
     {ok, B} = file:read_file("/proc/self/limits"),
@@ -1417,31 +1398,18 @@ erl_path() ->
             os:find_executable("erl")
     end.
 
-code_paths() ->
-    lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, nifsock, nifsock_nif]]).
-
 start_peer(Config, Extra) ->
     start_peer(Config, Extra, #{}).
 
+%% A peer (stopped in end_per_testcase) with this suite, the test helpers and
+%% the NIF loaded.
 start_peer(_Config, Extra, Opts) ->
-    Args = lists:append([["-pa", P] || P <- code_paths()]) ++ Extra,
-    Start = maps:merge(#{connection => standard_io, args => Args, peer_down => continue},
-                       Opts),
-    Peer = case peer:start(Start) of
-               {ok, P} -> P;
-               {ok, P, _Node} -> P;
-               Error -> ct:fail({peer_start, Error})
-           end,
-    put(peers, [Peer | case get(peers) of undefined -> []; Ps -> Ps end]),
-    {module, _} = peer:call(Peer, code, ensure_loaded, [?MODULE], ?T),
-    {module, _} = peer:call(Peer, code, ensure_loaded, [nifsock_nif], ?T),
+    {Peer, _} = nifsock_test_lib:start_peer(
+                  maps:merge(#{connection => standard_io, args => Extra, peer_down => continue},
+                             Opts)),
+    [{module, _} = peer:call(Peer, code, ensure_loaded, [M], ?T)
+     || M <- [?MODULE, nifsock_test_lib, nifsock_nif]],
     Peer.
-
-erase_peers() ->
-    case erase(peers) of
-        undefined -> [];
-        Ps -> Ps
-    end.
 
 %% Calls the peer, reporting its death (promptly: a dead peer never answers a
 %% pending call) instead of raising.

@@ -103,7 +103,7 @@ syscall_iolist_one_sendmsg(Config) ->
 
 %% @doc Without linger, close runs inline: closes_inline + 1, no dirty close.
 syscall_close_inline_without_linger(_Config) ->
-    {ok, L} = listener(),
+    {L, _} = nifsock_test_lib:listener(nifsock, inet),
     {ok, C} = connect_to(L),
     {ok, A} = nifsock:accept(L, 1000),
     Before = nifsock:info(),
@@ -129,7 +129,7 @@ syscall_linger_gc_off_schedulers(Config) ->
 
 %% @doc Linux copies SO_LINGER to accepted sockets: nifsock's record follows.
 syscall_linger_inherited_by_accepted(_Config) ->
-    {ok, L} = listener(),
+    {L, _} = nifsock_test_lib:listener(nifsock, inet),
     ok = nifsock:setopt(L, {socket, linger}, #{onoff => true, linger => 3}),
     {ok, C} = connect_to(L),
     {ok, A} = nifsock:accept(L, 1000),
@@ -166,7 +166,7 @@ syscall_idle_sockets_hold_no_buffer(Config) ->
 %% @doc recv(S, 1 MiB) fed in pieces allocates one result binary (exact_allocs + 1)
 %% and returns exactly the bytes sent.
 syscall_exact_recv_one_binary(_Config) ->
-    {ok, L} = listener(),
+    {L, _} = nifsock_test_lib:listener(nifsock, inet),
     {ok, C} = connect_to(L),
     {ok, A} = nifsock:accept(L, 1000),
     Size = 1 bsl 20,
@@ -269,7 +269,7 @@ idle_server(Parent, N) ->
     receive {port, Port} -> {ok, Port} after 10000 -> {error, no_port} end.
 
 linger_scenario(How) ->
-    {ok, L} = listener(),
+    {L, _} = nifsock_test_lib:listener(nifsock, inet),
     {ok, #{port := Port}} = nifsock:sockname(L),
     {ok, C} = nifsock:open(inet, stream),
     ok = nifsock:setopt(C, {socket, rcvbuf}, 4096),
@@ -344,12 +344,6 @@ stop_probe(P) ->
     P ! {stop, self()},
     receive {max_gap, M} -> M after 5000 -> exit(probe_stuck) end.
 
-listener() ->
-    {ok, L} = nifsock:open(inet, stream),
-    ok = nifsock:bind(L, #{family => inet, addr => {127, 0, 0, 1}, port => 0}),
-    ok = nifsock:listen(L, 128),
-    {ok, L}.
-
 connect_to(L) ->
     {ok, #{port := Port}} = nifsock:sockname(L),
     {ok, C} = nifsock:open(inet, stream),
@@ -384,10 +378,7 @@ read_all(S, Acc) ->
     end.
 
 start_peer(_Config, Extra) ->
-    Paths = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, nifsock, nifsock_nif]]),
-    Args = lists:append([["-pa", P] || P <- Paths]) ++ Extra,
-    {ok, Peer, Node} = peer:start_link(#{name => peer:random_name(?MODULE), args => Args}),
-    {Peer, Node}.
+    nifsock_test_lib:start_peer(#{link => true, name => peer:random_name(?MODULE), args => Extra}).
 
 peer_call(Config, M, F, A) ->
     {Peer, Node} = start_peer(Config, []),

@@ -72,7 +72,7 @@ sized_binary(Max) ->
 run(Mod, Packet, Mode, Payloads, Cuts) ->
     {ok, L} = Mod:listen(0, [binary, {packet, Packet}, {active, false},
                              {ip, {127, 0, 0, 1}}]),
-    {ok, Port} = port(Mod, L),
+    Port = nifsock_test_lib:port(Mod, L),
     Stream = iolist_to_binary([encode(Packet, P) || P <- Payloads]),
     {_Peer, Go} = nifsock_cut_sender:start(Port, Stream, Cuts),
     {ok, S} = Mod:accept(L, ?T),
@@ -84,12 +84,9 @@ run(Mod, Packet, Mode, Payloads, Cuts) ->
              after
                  _ = Mod:close(S),
                  ok = nifsock_cut_sender:stop(Sender),
-                 flush(S)
+                 nifsock_test_lib:flush(S)
              end,
     Result.
-
-port(gen_tcp, L) -> inet:port(L);
-port(Mod, L) -> Mod:port(L).
 
 setopts(gen_tcp, S, Opts) -> inet:setopts(S, Opts);
 setopts(Mod, S, Opts) -> Mod:setopts(S, Opts).
@@ -140,8 +137,3 @@ next(Mod, S, Mode) ->
 
 tags(gen_tcp) -> {tcp, tcp_closed, tcp_passive};
 tags(nifsock_tcp) -> {nifsock, nifsock_closed, nifsock_passive}.
-
-flush(S) ->
-    receive Msg when element(2, Msg) =:= S -> flush(S)
-    after 0 -> ok
-    end.

@@ -310,14 +310,8 @@ peer() ->
 
 start_peer() ->
     stop_peer(),
-    Paths = lists:usort([filename:dirname(code:which(M)) || M <- [?MODULE, nifsock, nifsock_nif]]),
-    Args = lists:append([["-pa", P] || P <- Paths]),
-    {ok, P} = case peer:start(#{connection => standard_io, args => Args, peer_down => continue}) of
-                  {ok, P0} -> {ok, P0};
-                  {ok, P0, _} -> {ok, P0}
-              end,
-    Dir = filename:join("/tmp", "nifsock_fuzz_" ++ os:getpid() ++ "_"
-                        ++ integer_to_list(erlang:unique_integer([positive]))),
+    {P, _} = nifsock_test_lib:start_peer(#{connection => standard_io, peer_down => continue}),
+    Dir = nifsock_test_lib:tmp_path("nifsock_fuzz"),
     ok = peer:call(P, ?MODULE, setup_peer, [Dir], 10000),
     put(nifsock_fuzz_peer, P),
     put(nifsock_fuzz_dir, Dir),
@@ -477,7 +471,7 @@ fixture(K, Acc) when K =:= live_conn; K =:= live_peer ->
     case maps:is_key(live_conn, Acc) of
         true -> Acc;
         false ->
-            {L, Addr} = listener(),
+            {L, Addr} = nifsock_test_lib:listener(nifsock, inet, 8),
             {ok, C} = nifsock:open(inet, stream),
             ok = nifsock:connect(C, Addr, 2000),
             {ok, A} = nifsock:accept(L, 2000),
@@ -489,7 +483,7 @@ fixture(K, Acc) when K =:= live_conn; K =:= live_peer ->
             Acc#{live_conn => C, live_peer => A, '$close' => [C, A | maps:get('$close', Acc, [])]}
     end;
 fixture(live_listener, Acc) ->
-    {L, Addr} = listener(),
+    {L, Addr} = nifsock_test_lib:listener(nifsock, inet, 8),
     %% one connection pending in its backlog
     {ok, C} = nifsock:open(inet, stream),
     ok = nifsock:connect(C, Addr, 2000),
@@ -541,13 +535,6 @@ fixture(sub_binary, Acc) ->
     Acc;
 fixture(_, Acc) ->
     Acc.
-
-listener() ->
-    {ok, L} = nifsock:open(inet, stream),
-    ok = nifsock:bind(L, #{family => inet, addr => {127, 0, 0, 1}, port => 0}),
-    ok = nifsock:listen(L, 8),
-    {ok, Addr} = nifsock:sockname(L),
-    {L, Addr}.
 
 cleanup(Fix) ->
     [catch nifsock:close(S) || S <- maps:get('$close', Fix, [])],

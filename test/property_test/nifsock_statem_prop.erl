@@ -429,7 +429,7 @@ cleanup() ->
      end || {{sock, Slot}, S} <- get()],
     case erase(statem_helper) of
         undefined -> ok;
-        H -> kill_and_wait(H)
+        H -> nifsock_test_lib:kill_and_wait(H)
     end,
     flush(),
     ok.
@@ -451,11 +451,6 @@ in_helper(F) ->
     Ref = make_ref(),
     H ! {do, self(), Ref, F},
     receive {Ref, R} -> R after 5000 -> helper_timeout end.
-
-kill_and_wait(P) ->
-    M = erlang:monitor(process, P),
-    exit(P, kill),
-    receive {'DOWN', M, process, P, _} -> ok after 5000 -> ok end.
 
 flush() ->
     receive
@@ -540,7 +535,7 @@ kill_helper() ->
     Mod = mod(),
     H = get(statem_helper),
     Owned = [S || {{sock, _}, S} <- get(), owner(Mod, S) =:= H],
-    kill_and_wait(H),
+    nifsock_test_lib:kill_and_wait(H),
     wait_closed(Mod, Owned, 200),
     put(statem_helper, start_helper()),
     ok.

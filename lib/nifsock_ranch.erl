@@ -254,7 +254,7 @@ recv_proxy_header(Socket, Timeout) ->
     end.
 
 proxy_header(Socket, Acc, Deadline) ->
-    case nifsock:recv(Socket, 0, [peek], remaining(Deadline)) of
+    case nifsock:recv(Socket, 0, [peek], nifsock_wait:remaining(Deadline)) of
         {ok, Peeked} ->
             Data = <<Acc/binary, Peeked/binary>>,
             case nifsock_proxy_header:header_length(Data) of
@@ -465,8 +465,5 @@ cleanup(_) ->
 %%% ------------------------------------------------------------------
 %%% Timeouts
 
-deadline(infinity) -> infinity;
-deadline(T) when is_integer(T), T >= 0 -> erlang:monotonic_time(millisecond) + T.
-
-remaining(infinity) -> infinity;
-remaining(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).
+%% Ranch's timeouts only (infinity or ms), as before.
+deadline(T) when T =:= infinity; is_integer(T), T >= 0 -> nifsock_wait:deadline(T).

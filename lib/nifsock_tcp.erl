@@ -30,11 +30,8 @@
 
 -export_type([socket/0, option/0]).
 
--define(MSG(S, Kind, Info), {'$nifsock', S, Kind, Info}).
-%% The handle of a wait inside a blocking call: a node-unique small integer.
-%% It is an immediate term, so the NIF keeps it without copying it into an
-%% env (user handles for nowait calls are references, as in socket).
--define(WAIT_HANDLE(), erlang:unique_integer()).
+-include("nifsock_internal.hrl").
+
 %% The options nifsock_tcp keeps in the socket (tcp_set_format/7 sets them all).
 -define(FORMAT, [packet, packet_size, mode, send_timeout, exit_on_close, line_delimiter]).
 %% A timed-out send's rest at least this large is copied on a dirty scheduler.
@@ -89,15 +86,12 @@ accept(L, Timeout) ->
     accept_loop(L, ?WAIT_HANDLE(), deadline(Timeout)).
 
 accept_loop(L, H, Deadline) ->
-    Mode = mode(Deadline),
-    case nifsock_nif:tcp_accept(L, H, Mode, nifsock_tcp_pump:for_caller()) of
+    case nifsock_nif:tcp_accept(L, H, mode(Deadline), nifsock_tcp_pump:for_caller()) of
         select ->
-            receive
-                ?MSG(L, select, H) -> accept_loop(L, H, Deadline);
-                ?MSG(L, abort, {H, Reason}) -> {error, Reason}
-            after remaining(Deadline) ->
-                    _ = nifsock_wait:cancel(L, accept, H),
-                    {error, timeout}
+            case nifsock_wait:await(L, accept, H, Deadline) of
+                select -> accept_loop(L, H, Deadline);
+                timeout -> {error, timeout};
+                Reason -> {error, Reason}
             end;
         Result ->
             Result
@@ -203,7 +197,7 @@ timed_out(S, Rest) ->
 %% What earlier timed-out sends queued goes out first, within this send's time.
 send_after_rest(S, IOV, Deadline) ->
     case flush(S, ?WAIT_HANDLE(), Deadline) of
-        ok -> sent(S, IOV, nifsock:send(S, IOV, [], time_left(Deadline)));
+        ok -> sent(S, IOV, nifsock:send(S, IOV, [], nifsock_wait:remaining(Deadline)));
         {error, timeout} -> timed_out(S, IOV);
         {error, Reason} -> send_error(S, Reason)
     end.
@@ -211,12 +205,10 @@ send_after_rest(S, IOV, Deadline) ->
 flush(S, H, Deadline) ->
     case nifsock_nif:tcp_flush(S, H, mode(Deadline)) of
         select ->
-            receive
-                ?MSG(S, select, H) -> flush(S, H, Deadline);
-                ?MSG(S, abort, {H, Reason}) -> {error, Reason}
-            after remaining(Deadline) ->
-                    _ = nifsock_wait:cancel(S, send, H),
-                    {error, timeout}
+            case nifsock_wait:await(S, send, H, Deadline) of
+                select -> flush(S, H, Deadline);
+                timeout -> {error, timeout};
+                Reason -> {error, Reason}
             end;
         {error, closed} = Error ->
             %% closed after our select message came: its abort may follow it
@@ -268,12 +260,10 @@ recv(S, Length, Timeout) when is_integer(Length), Length >= 0 ->
 recv_loop(S, Length, H, Deadline) ->
     case nifsock_nif:tcp_recv(S, Length, H, mode(Deadline)) of
         select ->
-            receive
-                ?MSG(S, select, H) -> recv_loop(S, Length, H, Deadline);
-                ?MSG(S, abort, {H, Reason}) -> {error, Reason}
-            after remaining(Deadline) ->
-                    _ = nifsock_wait:cancel(S, recv, H),
-                    timeout_result(S)
+            case nifsock_wait:await(S, recv, H, Deadline) of
+                select -> recv_loop(S, Length, H, Deadline);
+                timeout -> timeout_result(S);
+                Reason -> {error, Reason}
             end;
         more ->
             recv_loop(S, Length, H, Deadline);
@@ -726,18 +716,9 @@ resolve(_, _Domain, Args) -> erlang:error(badarg, Args).
 %%% ------------------------------------------------------------------
 %%% Timeouts
 
-deadline(infinity) -> infinity;
-deadline(0) -> zero;
-deadline(T) when is_integer(T), T > 16#FFFFFFFF -> infinity;  % beyond receive's limit
-deadline(T) when is_integer(T), T > 0 -> erlang:monotonic_time(millisecond) + T.
+%% gen_tcp's timeouts only (infinity or ms): `nowait' and handles are
+%% nifsock's, not gen_tcp's, and anything else is a function_clause, as before.
+deadline(T) when T =:= infinity; is_integer(T), T >= 0 -> nifsock_wait:deadline(T).
 
 mode(zero) -> zero;
 mode(_) -> wait.
-
-remaining(infinity) -> infinity;
-remaining(zero) -> 0;
-remaining(D) -> max(0, D - erlang:monotonic_time(millisecond)).
-
-%% The timeout argument for what is left of a deadline.
-time_left(zero) -> 0;
-time_left(D) -> remaining(D).

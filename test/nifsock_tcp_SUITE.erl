@@ -2046,8 +2046,7 @@ peername(Config, S) ->
     end.
 
 port(Config, L) ->
-    {ok, {_, Port}} = sockname(Config, L),
-    Port.
+    nifsock_test_lib:port(mod(Config), L).
 
 %% Listener and both ends, all with the module under test and the same options.
 pair(Config, Opts) ->

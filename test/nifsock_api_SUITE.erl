@@ -76,7 +76,8 @@
          api_open_local_tcp/1,
          api_tos_names/1,
          api_setopt_controlling_process_not_owner/1,
-         api_close_leaves_no_message/1]).
+         api_close_leaves_no_message/1,
+         api_sockaddr_out_of_range/1]).
 
 -import(nifsock_test_lib, [loopback/1, listener/2, pair/1, connect_accept/3, flush/0,
                            kill_and_wait/1, fd_count/0, socket_fds/0, tmp_path/1]).
@@ -151,7 +152,8 @@ cases() ->
      api_open_local_tcp,
      api_tos_names,
      api_setopt_controlling_process_not_owner,
-     api_close_leaves_no_message].
+     api_close_leaves_no_message,
+     api_sockaddr_out_of_range].
 
 init_per_suite(Config) -> Config.
 
@@ -1289,6 +1291,34 @@ api_setopt_controlling_process_not_owner(Config) ->
 %% process's close holds no select or abort message of the socket afterwards:
 %% ?CLOSE_RACES closes each, racing calls that keep waking up (a peer that
 %% drains, trickles or connects).
+%% Ensures ports, octets and segments out of their range are refused by
+%% nifsock ({invalid, {sockaddr, _}}), never truncated into another address;
+%% OTP 25's socket truncates a port (70000 binds 4464) and refuses octets.
+api_sockaddr_out_of_range(Config) ->
+    Mod = mod(Config),
+    {ok, S} = Mod:open(inet, stream, tcp),
+    Port = #{family => inet, addr => loopback, port => 70000},
+    case Mod of
+        nifsock ->
+            {error, {invalid, {sockaddr, Port}}} = Mod:bind(S, Port),
+            [{error, {invalid, {sockaddr, A}}} = Mod:bind(S, A)
+             || A <- [#{family => inet, addr => loopback, port => -1},
+                      #{family => inet, addr => {127, 0, 0, 256}, port => 0},
+                      #{family => inet, addr => {127, 0, -1, 1}, port => 0}]],
+            {ok, S6} = Mod:open(inet6, stream, tcp),
+            Seg = #{family => inet6, addr => {0, 0, 0, 0, 0, 0, 0, 65537}, port => 0},
+            {error, {invalid, {sockaddr, Seg}}} = Mod:bind(S6, Seg),
+            ok = Mod:close(S6);
+        socket ->
+            {error, {invalid, _}} =
+                Mod:bind(S, #{family => inet, addr => {127, 0, 0, 256}, port => 0}),
+            case Mod:bind(S, Port) of
+                ok -> {ok, #{port := 4464}} = Mod:sockname(S);
+                {error, eaddrinuse} -> ok  % 4464 (70000 truncated) is taken
+            end
+    end,
+    ok = Mod:close(S).
+
 api_close_leaves_no_message(Config) ->
     Mod = mod(Config),
     [close_race(Mod, Op) || Op <- [send, recv, accept], _ <- lists:seq(1, ?CLOSE_RACES)],

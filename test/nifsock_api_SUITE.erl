@@ -77,7 +77,8 @@
          api_tos_names/1,
          api_setopt_controlling_process_not_owner/1,
          api_close_leaves_no_message/1,
-         api_sockaddr_out_of_range/1]).
+         api_sockaddr_out_of_range/1,
+         api_send_concurrent_writers_whole/1]).
 
 -import(nifsock_test_lib, [loopback/1, listener/2, pair/1, connect_accept/3, flush/0,
                            kill_and_wait/1, fd_count/0, socket_fds/0, tmp_path/1]).
@@ -153,7 +154,8 @@ cases() ->
      api_tos_names,
      api_setopt_controlling_process_not_owner,
      api_close_leaves_no_message,
-     api_sockaddr_out_of_range].
+     api_sockaddr_out_of_range,
+     api_send_concurrent_writers_whole].
 
 init_per_suite(Config) -> Config.
 
@@ -1291,6 +1293,55 @@ api_setopt_controlling_process_not_owner(Config) ->
 %% process's close holds no select or abort message of the socket afterwards:
 %% ?CLOSE_RACES closes each, racing calls that keep waking up (a peer that
 %% drains, trickles or connects).
+%% Ensures concurrent blocking sends on one socket never interleave: with a
+%% small send buffer every send is partial, and each one's bytes still arrive
+%% whole, one send after another.
+api_send_concurrent_writers_whole(Config) ->
+    Mod = mod(Config),
+    {L, #{port := Port}} = nifsock_test_lib:listener(Mod, inet),
+    %% A reader with a small window, so sends stay partial for long.
+    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {recbuf, 4096}]),
+    {ok, A} = Mod:accept(L, ?T),
+    ok = Mod:setopt(A, {socket, sndbuf}, 4096),
+    Senders = 8,
+    Size = 1024 * 1024,
+    Self = self(),
+    [spawn_link(fun() -> ok = Mod:send(A, binary:copy(<<I>>, Size)), Self ! {sent, I} end)
+     || I <- lists:seq(1, Senders)],
+    %% Let every sender start (and most of them wait) before reading: the room
+    %% the kernel frees as bytes move to the receive queue is what a sender
+    %% that does not wait its turn would write into.
+    timer:sleep(200),
+    Data = recv_exactly(C, Senders * Size),
+    [receive {sent, I} -> ok after ?T -> ct:fail({sender_stuck, I}) end
+     || I <- lists:seq(1, Senders)],
+    Runs = byte_runs(Data),
+    ct:log("~p runs: ~p", [length(Runs), Runs]),
+    Senders = length(Runs),
+    true = lists:all(fun({_, Len}) -> Len =:= Size end, Runs),
+    ok = gen_tcp:close(C),
+    close_all(Mod, [A, L]).
+
+recv_exactly(S, N) ->
+    recv_exactly(S, N, []).
+
+recv_exactly(_S, 0, Acc) ->
+    iolist_to_binary(lists:reverse(Acc));
+recv_exactly(S, N, Acc) ->
+    {ok, B} = gen_tcp:recv(S, 0, ?T),
+    recv_exactly(S, N - byte_size(B), [B | Acc]).
+
+%% [{Byte, RunLength}] of a binary.
+byte_runs(<<>>) ->
+    [];
+byte_runs(<<B, _/binary>> = Data) ->
+    Len = run_length(Data, B, 0),
+    <<_:Len/binary, Rest/binary>> = Data,
+    [{B, Len} | byte_runs(Rest)].
+
+run_length(<<B, Rest/binary>>, B, N) -> run_length(Rest, B, N + 1);
+run_length(_, _, N) -> N.
+
 %% Ensures ports, octets and segments out of their range are refused by
 %% nifsock ({invalid, {sockaddr, _}}), never truncated into another address;
 %% OTP 25's socket truncates a port (70000 binds 4464) and refuses octets.

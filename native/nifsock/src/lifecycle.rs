@@ -246,6 +246,19 @@ fn unwatch(ctx: Ctx, obj: Obj, w: &Waiter) {
     }
 }
 
+/// Whether another process's write is in progress on the socket: one that is
+/// the current write waiter (its partial send waits for room) or queued.
+/// The caller must then queue behind it instead of writing, or the two
+/// sends' bytes would interleave. Call with the socket's write turn held.
+pub fn writer_ahead(obj: Obj, caller: &ErlNifPid) -> bool {
+    let s = obj.socket();
+    let st = s.lock();
+    match &st.writers.current {
+        Some(w) => !same_pid(&w.pid, caller),
+        None => !st.writers.queue.is_empty(),
+    }
+}
+
 /// `caller` completed an operation in `dir`: it no longer waits.
 pub fn done(env: Env, obj: Obj, dir: Dir, caller: &ErlNifPid) {
     let s = obj.socket();

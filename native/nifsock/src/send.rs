@@ -59,12 +59,19 @@ pub fn send<'a>(
 ) -> NifResult<Term<'a>> {
     let iov = IoVec::inspect(env, iov).ok_or(rustler::Error::BadArg)?;
     let caller = args::caller(env)?;
-    let sent = match sock
-        .s
-        .with_fd(|fd| write_all(sock.s, fd, iov.entries(), flags))
-    {
-        Ok(s) => s,
-        Err(e) => return args::error(env, e),
+    // Held until this send is done or registered as the current writer.
+    let _turn = sock.s.write_turn();
+    let sent = if lifecycle::writer_ahead(sock.obj, &caller) {
+        // Another send is part-way through: queue behind it, write nothing.
+        Sent::Partial(0)
+    } else {
+        match sock
+            .s
+            .with_fd(|fd| write_all(sock.s, fd, iov.entries(), flags))
+        {
+            Ok(s) => s,
+            Err(e) => return args::error(env, e),
+        }
     };
     match sent {
         Sent::All => {

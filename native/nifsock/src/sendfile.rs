@@ -76,12 +76,18 @@ pub fn sendfile<'a>(
     mode: Mode,
 ) -> NifResult<Term<'a>> {
     let caller = args::caller(env)?;
-    let outcome = match sock
-        .s
-        .with_fd(|fd| pump(sock.s, fd, file_fd, offset, count))
-    {
-        Ok(o) => o,
-        Err(e) => return args::error(env, e),
+    // As send: one writer at a time (see `Socket::write_turn`).
+    let _turn = sock.s.write_turn();
+    let outcome = if lifecycle::writer_ahead(sock.obj, &caller) {
+        Outcome::Blocked(0)
+    } else {
+        match sock
+            .s
+            .with_fd(|fd| pump(sock.s, fd, file_fd, offset, count))
+        {
+            Ok(o) => o,
+            Err(e) => return args::error(env, e),
+        }
     };
     match outcome {
         Outcome::Done(n) => {

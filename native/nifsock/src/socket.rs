@@ -260,6 +260,10 @@ pub struct Socket {
     state: Mutex<State>,
     /// Serialises active deliveries so messages keep the stream's order.
     delivery: Mutex<()>,
+    /// Serialises writers: held from the check that no other writer is ahead
+    /// through the write and, when it is partial, the registration as the
+    /// current write waiter, so two senders' bytes never interleave.
+    write_turn: Mutex<()>,
     /// Bytes and calls each way (`counters` of `nifsock:info/1`).
     traffic: Traffic,
 }
@@ -292,6 +296,7 @@ impl Socket {
                 send_rest: None,
             }),
             delivery: Mutex::new(()),
+            write_turn: Mutex::new(()),
             traffic: Traffic::default(),
         }
     }
@@ -306,7 +311,13 @@ impl Socket {
         self.fd.with(f).ok_or(crate::error::Error::Closed)
     }
 
-    /// Held while delivering active data.
+    /// Held by a writer for its turn (see `write_turn`); taken before the
+    /// state lock, never while holding it.
+    pub fn write_turn(&self) -> MutexGuard<'_, ()> {
+        self.write_turn.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Serialises active deliveries (see `delivery`).
     pub fn delivery_lock(&self) -> MutexGuard<'_, ()> {
         self.delivery.lock().unwrap_or_else(|e| e.into_inner())
     }

@@ -104,6 +104,9 @@ pub fn flush<'a>(
     mode: Mode,
 ) -> NifResult<Term<'a>> {
     let caller = args::caller(env)?;
+    // As send: one writer at a time (see `Socket::write_turn`).
+    let _turn = sock.s.write_turn();
+    let ahead = lifecycle::writer_ahead(sock.obj, &caller);
     let outcome = {
         let mut guard = sock.s.lock();
         let st = &mut *guard;
@@ -111,6 +114,7 @@ pub fn flush<'a>(
             return args::error(env, Error::Closed);
         }
         let outcome = match st.send_rest.as_deref_mut() {
+            _ if ahead => Flushed::Blocked,
             None => Flushed::Drained,
             Some(rest) => match sock.s.with_fd(|fd| write_rest(sock.s, fd, rest)) {
                 Ok(f) => f,

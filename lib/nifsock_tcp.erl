@@ -488,9 +488,11 @@ getstat(S) ->
     getstat(S, [recv_oct, recv_cnt, recv_max, recv_avg,
                 send_oct, send_cnt, send_max, send_avg, send_pend]).
 
-%% @doc The named statistics (see {@link getstat/1}). As gen_tcp, a name
-%% without a counter (including inet's `recv_dvi', which nifsock does not
-%% keep) or a socket that is closed or closing is `{error, einval}'.
+%% @doc The named statistics (see {@link getstat/1}). Every name of
+%% `inet:stats()' is answered (`ssl:getstat/1' asks for them all); inet's
+%% `recv_dvi' (the packet size's average deviation), which nifsock does not
+%% keep, reads 0. As gen_tcp, an unknown name or a socket that is closed or
+%% closing is `{error, einval}'.
 -spec getstat(socket(), [atom()]) -> {ok, [{atom(), non_neg_integer()}]} | {error, einval}.
 getstat(S, Names) when is_list(Names) ->
     _ = try length(Names) catch error:badarg -> erlang:error(badarg, [S, Names]) end,
@@ -520,6 +522,7 @@ stat(send_cnt, #{write_pkg := V}) -> V;
 stat(send_max, #{write_pkg_max := V}) -> V;
 stat(send_avg, #{write_byte := B, write_pkg := N}) -> avg(B, N);
 stat(send_pend, #{send_pend := V}) -> V;
+stat(recv_dvi, _) -> 0;
 stat(_, _) -> error.
 
 send_pend(S) ->

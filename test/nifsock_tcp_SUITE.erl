@@ -360,7 +360,8 @@ tcp_passive_recv_zero(Config) ->
 
 %% getstat counts bytes, calls and the largest transfer each way (two exact
 %% reads of 5 and 100 bytes, one send of 3); send_pend is 0 once a send has
-%% returned; an unknown name and a closed socket are {error, einval}.
+%% returned; all of inet:stats() can be asked for at once (ssl:getstat/1
+%% does); an unknown name and a closed socket are {error, einval}.
 tcp_getstat(Config) ->
     M = mod(Config),
     {Peer, S} = raw_pair(Config, [binary, {active, false}]),
@@ -379,6 +380,8 @@ tcp_getstat(Config) ->
                                              send_oct, send_cnt, send_max, send_avg,
                                              send_pend]],
     {ok, [{send_oct, 3}, {recv_oct, 105}]} = getstat(M, S, [send_oct, recv_oct]),
+    {ok, InetStats} = getstat(M, S, inet:stats()),
+    true = [N || {N, V} <- InetStats, is_integer(V), V >= 0] =:= inet:stats(),
     {error, einval} = getstat(M, S, [recv_oct, no_such_stat]),
     %% an improper list raises (gen_tcp: function_clause; nifsock_tcp: badarg)
     {'EXIT', {Improper, _}} = catch getstat(M, S, [recv_oct | send_oct]),

@@ -432,8 +432,8 @@ peername(Socket) ->
 sockname(Socket) ->
     inet_name(nifsock_tcp:sockname(Socket)).
 
-inet_name({ok, {_IP, _Port}} = Ok) -> Ok;
-inet_name({ok, Path}) when is_binary(Path) -> {ok, {local, Path}};
+%% nifsock_tcp's names are inet's: {IP, Port} or {local, Path}.
+inet_name({ok, {_, _}} = Ok) -> Ok;
 inet_name({error, _} = Error) -> Error.
 
 %% @doc Shuts down reading, writing or both.

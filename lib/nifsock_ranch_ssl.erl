@@ -407,25 +407,27 @@ controlling_process({nifsock_ranch_ssl, S, _}, Pid) ->
 controlling_process(Socket, Pid) ->
     ssl:controlling_process(Socket, Pid).
 
-%% @doc The peer's address: `{IP, Port}', or `{local, Path}' for a unix socket.
+%% @doc The peer's address: `{IP, Port}', or `{local, Path}' for a unix socket
+%% (an sslsocket over nifsock_tcp is asked through its TCP socket, as
+%% `ssl:peername/1' does, with `nifsock_ranch''s `{local, Path}' shape).
 -spec peername(socket()) ->
           {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, atom()}.
 peername({nifsock_ranch_ssl, S, _}) ->
     nifsock_ranch:peername(S);
+peername({sslsocket, {nifsock_tcp, S, _, _}, _}) ->
+    nifsock_ranch:peername(S);
 peername(Socket) ->
-    local_name(ssl:peername(Socket)).
+    ssl:peername(Socket).
 
 %% @doc The local address: `{IP, Port}', or `{local, Path}' for a unix socket.
 -spec sockname(socket()) ->
           {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, atom()}.
 sockname({nifsock_ranch_ssl, S, _}) ->
     nifsock_ranch:sockname(S);
+sockname({sslsocket, {nifsock_tcp, S, _, _}, _}) ->
+    nifsock_ranch:sockname(S);
 sockname(Socket) ->
-    local_name(ssl:sockname(Socket)).
-
-%% ssl hands nifsock_tcp's unix-socket name (a binary path) through.
-local_name({ok, Path}) when is_binary(Path) -> {ok, {local, Path}};
-local_name(Other) -> Other.
+    ssl:sockname(Socket).
 
 %% @doc `ssl:shutdown/2' (`nifsock_ranch:shutdown/2' before the handshake).
 -spec shutdown(socket(), read | write | read_write) -> ok | {error, atom()}.

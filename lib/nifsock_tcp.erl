@@ -454,13 +454,15 @@ hand_over(S, Pid) ->
     after 0 -> ok
     end.
 
-%% @doc `{ok, {IP, Port}}' of the peer.
--spec peername(socket()) -> {ok, {inet:ip_address(), inet:port_number()} | binary()} | {error, term()}.
+%% @doc `{ok, {IP, Port}}' of the peer (`{ok, {local, Path}}' on a unix socket, as inet).
+-spec peername(socket()) ->
+          {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, term()}.
 peername(S) ->
     inet_addr(nifsock:peername(S)).
 
-%% @doc `{ok, {IP, Port}}' of the local end.
--spec sockname(socket()) -> {ok, {inet:ip_address(), inet:port_number()} | binary()} | {error, term()}.
+%% @doc `{ok, {IP, Port}}' of the local end (`{ok, {local, Path}}' on a unix socket, as inet).
+-spec sockname(socket()) ->
+          {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, term()}.
 sockname(S) ->
     inet_addr(nifsock:sockname(S)).
 
@@ -534,7 +536,7 @@ send_pend(S) ->
 avg(_Bytes, 0) -> 0;
 avg(Bytes, Count) -> Bytes div Count.
 
-inet_addr({ok, #{family := local, path := Path}}) -> {ok, Path};
+inet_addr({ok, #{family := local, path := Path}}) -> {ok, {local, Path}};
 inet_addr({ok, #{addr := IP, port := Port}}) -> {ok, {IP, Port}};
 inet_addr({error, _} = E) -> E.
 

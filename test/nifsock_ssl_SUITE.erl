@@ -59,7 +59,8 @@
          ssl_ranch_handshake_failure_closes/1,
          ssl_ranch_recv_proxy_header/1,
          ssl_ranch_alpn_negotiated/1,
-         ssl_ranch_names_and_stats/1]).
+         ssl_ranch_names_and_stats/1,
+         ssl_ranch_listen_local/1]).
 
 -define(T, 5000).
 -define(MIB, (1024 * 1024)).
@@ -93,7 +94,8 @@ groups() ->
        ssl_ranch_keepalive_requests, ssl_ranch_active_n_rearm, ssl_ranch_sendfile,
        ssl_ranch_sendfile_fd, ssl_ranch_shutdown_write, ssl_ranch_handshake_hello_continue,
        ssl_ranch_handshake_cancel, ssl_ranch_handshake_failure_closes,
-       ssl_ranch_recv_proxy_header, ssl_ranch_alpn_negotiated, ssl_ranch_names_and_stats]}].
+       ssl_ranch_recv_proxy_header, ssl_ranch_alpn_negotiated, ssl_ranch_names_and_stats,
+       ssl_ranch_listen_local]}].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(ssl),
@@ -720,6 +722,35 @@ ssl_ranch_names_and_stats(Config) ->
     {error, closed} = ?TR:recv(S, 0, ?T),
     ok = ?TR:close(S),
     ok = ?TR:close(L).
+
+%% TLS on a unix socket ({ip, {local, Path}}): names are {local, Path} before and after the handshake; cleanup/1 removes the file.
+ssl_ranch_listen_local(Config) ->
+    Path = "/tmp/nifsock_ssl_" ++ integer_to_list(erlang:unique_integer([positive])),
+    TransOpts = #{socket_opts => [{ip, {local, Path}} | ?config(server_opts, Config)],
+                  logger => false},
+    {ok, L} = ?TR:listen(TransOpts),
+    BinPath = list_to_binary(Path),
+    {ok, {local, BinPath}} = ?TR:sockname(L),
+    Self = self(),
+    spawn_link(fun() ->
+                       {ok, T} = nifsock_tcp:connect({local, Path}, 0,
+                                                     [local, binary, {active, false}]),
+                       {ok, C} = ssl:connect(T, [?CB | ?config(client_opts, Config)], ?T),
+                       {ok, <<"over unix">>} = ssl:recv(C, 9, ?T),
+                       Self ! client_done,
+                       receive stop -> ok end
+               end),
+    {ok, A} = ?TR:accept(L, ?T),
+    {ok, S} = ?TR:handshake(A, ?T),
+    {ok, {local, BinPath}} = ?TR:sockname(S),
+    {ok, {local, _}} = ?TR:peername(S),
+    ok = ?TR:send(S, <<"over unix">>),
+    receive client_done -> ok after ?T -> error(no_client) end,
+    ok = ?TR:close(S),
+    ok = ?TR:close(L),
+    {ok, _} = file:read_link_info(Path),
+    ok = ?TR:cleanup(TransOpts),
+    {error, enoent} = file:read_link_info(Path).
 
 %%--------------------------------------------------------------------
 %% A Ranch 2.1 stand-in: acceptors, connection supervisor, connection

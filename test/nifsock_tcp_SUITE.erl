@@ -24,6 +24,7 @@
          init_per_group/2, end_per_group/2, init_per_testcase/2, end_per_testcase/2]).
 
 -export([tcp_listen_accept_connect_ip/1,
+         tcp_local_names/1,
          tcp_connect_hostname/1,
          tcp_connect_inet6/1,
          tcp_binary_mode/1,
@@ -137,6 +138,7 @@ groups() ->
 
 cases() ->
     [tcp_listen_accept_connect_ip,
+     tcp_local_names,
      tcp_connect_hostname,
      tcp_connect_inet6,
      tcp_binary_mode,
@@ -252,6 +254,24 @@ end_per_testcase(_Case, _Config) ->
 %%--------------------------------------------------------------------
 %% Connections and addresses
 %%--------------------------------------------------------------------
+
+%% A unix socket's names are {local, Path} (inet's shape; ssl over nifsock_tcp needs it), the listener's path on the listener, the accepted socket and the client's peer.
+tcp_local_names(Config) ->
+    M = mod(Config),
+    Path = "/tmp/nifsock_tcp_local_" ++ integer_to_list(erlang:unique_integer([positive])),
+    BinPath = list_to_binary(Path),
+    {ok, L} = M:listen(0, [binary, {active, false}, {ifaddr, {local, Path}}]),
+    {ok, {local, BinPath}} = sockname(Config, L),
+    {ok, C} = M:connect({local, Path}, 0, [local, binary, {active, false}]),
+    {ok, S} = M:accept(L, ?T),
+    {ok, {local, BinPath}} = sockname(Config, S),
+    {ok, {local, BinPath}} = peername(Config, C),
+    {ok, {local, CName}} = sockname(Config, C),
+    {ok, {local, CName}} = peername(Config, S),
+    ok = M:send(C, <<"unix">>),
+    {ok, <<"unix">>} = M:recv(S, 4, ?T),
+    close_all(M, [C, S, L]),
+    ok = file:delete(Path).
 
 %% Listens on {127,0,0,1} with {ip, IP}, connects to {IP, Port}, accepts; both ends agree on the addresses.
 tcp_listen_accept_connect_ip(Config) ->

@@ -88,7 +88,9 @@ cb_info() -> ?CB_INFO.
 %% forced options, `send_timeout_close' true); the TLS options minus
 %% {@link disallowed_listen_options/0} and those the configured TLS versions
 %% do not support (dropped with a warning, as `ranch_ssl') are kept in the
-%% returned socket for the handshakes.
+%% returned socket for the handshakes. TLS 1.3 session tickets
+%% (`session_tickets' other than `disabled', `anti_replay') are dropped with a
+%% warning too: they need the ticket store of an `ssl:listen/2' listener.
 -spec listen(transport_opts()) -> {ok, tcp_socket()} | {error, atom()}.
 listen(TransOpts) ->
     SocketOpts = maps:get(socket_opts, TransOpts, []),
@@ -98,7 +100,7 @@ listen(TransOpts) ->
             Logger = maps:get(logger, TransOpts, logger),
             {TcpOpts, TlsOpts0} = lists:partition(fun is_tcp_option/1, SocketOpts),
             Disallowed = unsupported_tls_options(TlsOpts0) ++ disallowed_listen_options(),
-            TlsOpts = filter_tls_options(TlsOpts0, Disallowed, Logger),
+            TlsOpts = filter_tls_options(no_tickets(TlsOpts0, Logger), Disallowed, Logger),
             case nifsock_ranch:listen(TransOpts#{socket_opts => TcpOpts}) of
                 {ok, L} -> {ok, {nifsock_ranch_ssl, L, TlsOpts}};
                 {error, _} = Error -> Error
@@ -122,6 +124,22 @@ is_tcp_option({Key, _}) ->
                        inet_backend, fd]);
 is_tcp_option(_) ->
     false.
+
+%% TLS 1.3 session tickets (and anti-replay) need the ticket store of an
+%% ssl:listen/2 listener: ssl:handshake/3 on a TCP socket has none and its
+%% connection process exits at the end of the handshake. They are dropped,
+%% with a warning; `{session_tickets, disabled}' is kept.
+no_tickets(Opts, Logger) ->
+    lists:filter(fun({session_tickets, disabled}) ->
+                         true;
+                    ({Key, _} = Opt) when Key =:= session_tickets; Key =:= anti_replay ->
+                         log(Logger, warning, "Transport option ~p unsupported by "
+                             "nifsock_ranch_ssl (no ssl:listen ticket store); ignored.~n",
+                             [Opt]),
+                         false;
+                    (_) ->
+                         true
+                 end, Opts).
 
 filter_tls_options(Opts, Disallowed, Logger) ->
     lists:filter(fun({Key, _} = Opt) ->

@@ -502,11 +502,12 @@ ssl_ranch_listen_no_cert(_Config) ->
     {error, no_cert} = ?TR:listen(#{}),
     ok.
 
-%% listen/1 splits TCP from TLS options: ranch_tcp's defaults on the TCP socket, disallowed TLS options dropped, the rest kept for the handshake.
+%% listen/1 splits TCP from TLS options: ranch_tcp's defaults on the TCP socket, disallowed TLS options and session tickets (no ssl:listen ticket store) dropped, the rest kept for the handshake, which works.
 ssl_ranch_listen_options(Config) ->
     TlsOpts = ?config(server_opts, Config),
     {ok, L} = ?TR:listen(#{socket_opts => [{ip, {127, 0, 0, 1}}, {send_timeout, 4321},
                                            {server_name_indication, "x"},
+                                           {session_tickets, stateless},
                                            {alpn_preferred_protocols, [<<"h2">>]} | TlsOpts],
                            logger => false}),
     {nifsock_ranch_ssl, TcpL, Kept} = L,
@@ -520,6 +521,21 @@ ssl_ranch_listen_options(Config) ->
     false = lists:keymember(ip, 1, Kept),
     {alpn_preferred_protocols, [<<"h2">>]} = lists:keyfind(alpn_preferred_protocols, 1, Kept),
     [] = TlsOpts -- Kept,
+    false = lists:keymember(session_tickets, 1, Kept),
+    %% A client asking for tickets gets a working connection.
+    Self = self(),
+    spawn_link(fun() ->
+                       {ok, C} = ssl:connect({127, 0, 0, 1}, Port,
+                                             [binary, {active, false}, {session_tickets, auto}
+                                              | ?config(client_opts, Config)], ?T),
+                       {ok, <<"t">>} = ssl:recv(C, 1, ?T),
+                       Self ! {client_done, ssl:close(C)}
+               end),
+    {ok, A} = ?TR:accept(L, ?T),
+    {ok, S} = ?TR:handshake(A, ?T),
+    ok = ?TR:send(S, <<"t">>),
+    receive {client_done, ok} -> ok after ?T -> error(no_client) end,
+    ok = ?TR:close(S),
     %% A TCP option nifsock_tcp refuses fails the listen, as ranch_ssl.
     {error, einval} = ?TR:listen(#{socket_opts => [{ip, {127, 0, 0, 1}}, {backlog, foo}
                                                    | TlsOpts]}),

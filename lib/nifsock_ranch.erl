@@ -245,7 +245,7 @@ recv(Socket, Length, Timeout) ->
           {ok, proxy_info()} | {error, closed | atom()} | {error, protocol_error, atom()}.
 recv_proxy_header(Socket, Timeout) ->
     case nifsock_tcp:getopts(Socket, [active, packet, mode]) of
-        {ok, [{active, false}, {packet, raw}, {mode, binary}]} ->
+        {ok, [{active, false}, {packet, 0}, {mode, binary}]} ->
             proxy_header(Socket, <<>>, deadline(Timeout));
         {ok, _} ->
             {error, einval};

@@ -370,7 +370,14 @@ getopt_pair(S, N, Tcp) when is_atom(N) ->
 getopt_pair(_S, _N, _Tcp) ->
     throw({error, einval}).
 
-getopt(_S, N, Tcp) when N =:= active; N =:= packet; N =:= packet_size; N =:= mode;
+%% {packet, raw} reads back as {packet, 0}, as inet's getopts (ssl keeps what
+%% getopts says as the sslsocket's packet option).
+getopt(_S, packet, Tcp) ->
+    case maps:get(packet, Tcp) of
+        raw -> 0;
+        Packet -> Packet
+    end;
+getopt(_S, N, Tcp) when N =:= active; N =:= packet_size; N =:= mode;
                         N =:= send_timeout; N =:= exit_on_close; N =:= line_delimiter;
                         N =:= header; N =:= delay_send; N =:= high_watermark;
                         N =:= low_watermark; N =:= high_msgq_watermark;

@@ -42,7 +42,8 @@
          ssl_controlling_process/1,
          ssl_upgrade_connected_socket/1,
          ssl_recv_timeout/1,
-         ssl_getstat/1]).
+         ssl_getstat/1,
+         ssl_socket_options/1]).
 
 -export([ssl_ranch_exports_transport_callbacks/1,
          ssl_ranch_identity/1,
@@ -83,7 +84,7 @@ groups() ->
              ssl_close_active_closed, ssl_owner_exit_closes, ssl_transfer_1mib_both_ways,
              ssl_transfer_1mib_concurrent, ssl_alpn, ssl_tls12, ssl_packet_4,
              ssl_peername_sockname, ssl_controlling_process, ssl_upgrade_connected_socket,
-             ssl_recv_timeout, ssl_getstat],
+             ssl_recv_timeout, ssl_getstat, ssl_socket_options],
     [{gen_tcp, [], Cases},
      {nifsock_server, [], Cases},
      {nifsock_client, [], Cases},
@@ -470,6 +471,22 @@ ssl_getstat(Config) ->
     true = proplists:get_value(send_oct, All) > 10000,
     close_pair(Pair).
 
+%% Socket options through ssl: set at connect, set and read with ssl:setopts/getopts next to ssl's own (active, mode, packet).
+ssl_socket_options(Config) ->
+    {S, C} = Pair = pair(Config, [], [{nodelay, true}, {send_timeout, 7000}]),
+    %% (ssl answers its own options and the transport's in its own order)
+    [{nodelay, true}, {send_timeout, 7000}] = sorted(ssl:getopts(C, [nodelay, send_timeout])),
+    ok = ssl:setopts(S, [{nodelay, true}, {keepalive, true}, {mode, list}]),
+    [{active, false}, {keepalive, true}, {mode, list}, {nodelay, true}, {packet, 0}] =
+        sorted(ssl:getopts(S, [nodelay, keepalive, active, mode, packet])),
+    ok = ssl:send(C, <<"as a list">>),
+    {ok, "as a list"} = ssl:recv(S, 9, ?T),
+    ok = ssl:setopts(S, [{keepalive, false}, {mode, binary}]),
+    {ok, [{keepalive, false}]} = ssl:getopts(S, [keepalive]),
+    close_pair(Pair).
+
+sorted({ok, Opts}) -> lists:sort(Opts).
+
 %%--------------------------------------------------------------------
 %% nifsock_ranch_ssl
 %%--------------------------------------------------------------------
@@ -511,7 +528,7 @@ ssl_ranch_listen_options(Config) ->
                                            {alpn_preferred_protocols, [<<"h2">>]} | TlsOpts],
                            logger => false}),
     {nifsock_ranch_ssl, TcpL, Kept} = L,
-    {ok, [{active, false}, {packet, raw}, {mode, binary}, {nodelay, true},
+    {ok, [{active, false}, {packet, 0}, {mode, binary}, {nodelay, true},
           {send_timeout, 4321}, {send_timeout_close, true}]} =
         ?TR:getopts(L, [active, packet, mode, nodelay, send_timeout, send_timeout_close]),
     {ok, {{127, 0, 0, 1}, Port}} = ?TR:sockname(L),

@@ -245,7 +245,7 @@ recv(Socket, Length, Timeout) ->
           {ok, proxy_info()} | {error, closed | atom()} | {error, protocol_error, atom()}.
 recv_proxy_header(Socket, Timeout) ->
     case nifsock_tcp:getopts(Socket, [active, packet, mode]) of
-        {ok, [{active, false}, {packet, raw}, {mode, binary}]} ->
+        {ok, [{active, false}, {packet, 0}, {mode, binary}]} ->
             proxy_header(Socket, <<>>, deadline(Timeout));
         {ok, _} ->
             {error, einval};
@@ -432,8 +432,8 @@ peername(Socket) ->
 sockname(Socket) ->
     inet_name(nifsock_tcp:sockname(Socket)).
 
-inet_name({ok, {_IP, _Port}} = Ok) -> Ok;
-inet_name({ok, Path}) when is_binary(Path) -> {ok, {local, Path}};
+%% nifsock_tcp's names are inet's: {IP, Port} or {local, Path}.
+inet_name({ok, {_, _}} = Ok) -> Ok;
 inet_name({error, _} = Error) -> Error.
 
 %% @doc Shuts down reading, writing or both.

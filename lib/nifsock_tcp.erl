@@ -360,7 +360,14 @@ getopt_pair(S, N, Tcp) when is_atom(N) ->
 getopt_pair(_S, _N, _Tcp) ->
     throw({error, einval}).
 
-getopt(_S, N, Tcp) when N =:= active; N =:= packet; N =:= packet_size; N =:= mode;
+%% {packet, raw} reads back as {packet, 0}, as inet's getopts (ssl keeps what
+%% getopts says as the sslsocket's packet option).
+getopt(_S, packet, Tcp) ->
+    case maps:get(packet, Tcp) of
+        raw -> 0;
+        Packet -> Packet
+    end;
+getopt(_S, N, Tcp) when N =:= active; N =:= packet_size; N =:= mode;
                         N =:= send_timeout; N =:= exit_on_close; N =:= line_delimiter;
                         N =:= header; N =:= delay_send; N =:= high_watermark;
                         N =:= low_watermark; N =:= high_msgq_watermark;
@@ -444,13 +451,15 @@ hand_over(S, Pid) ->
     after 0 -> ok
     end.
 
-%% @doc `{ok, {IP, Port}}' of the peer.
--spec peername(socket()) -> {ok, {inet:ip_address(), inet:port_number()} | binary()} | {error, term()}.
+%% @doc `{ok, {IP, Port}}' of the peer (`{ok, {local, Path}}' on a unix socket, as inet).
+-spec peername(socket()) ->
+          {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, term()}.
 peername(S) ->
     inet_addr(nifsock:peername(S)).
 
-%% @doc `{ok, {IP, Port}}' of the local end.
--spec sockname(socket()) -> {ok, {inet:ip_address(), inet:port_number()} | binary()} | {error, term()}.
+%% @doc `{ok, {IP, Port}}' of the local end (`{ok, {local, Path}}' on a unix socket, as inet).
+-spec sockname(socket()) ->
+          {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, term()}.
 sockname(S) ->
     inet_addr(nifsock:sockname(S)).
 
@@ -478,9 +487,11 @@ getstat(S) ->
     getstat(S, [recv_oct, recv_cnt, recv_max, recv_avg,
                 send_oct, send_cnt, send_max, send_avg, send_pend]).
 
-%% @doc The named statistics (see {@link getstat/1}). As gen_tcp, a name
-%% without a counter (including inet's `recv_dvi', which nifsock does not
-%% keep) or a socket that is closed or closing is `{error, einval}'.
+%% @doc The named statistics (see {@link getstat/1}). Every name of
+%% `inet:stats()' is answered (`ssl:getstat/1' asks for them all); inet's
+%% `recv_dvi' (the packet size's average deviation), which nifsock does not
+%% keep, reads 0. As gen_tcp, an unknown name or a socket that is closed or
+%% closing is `{error, einval}'.
 -spec getstat(socket(), [atom()]) -> {ok, [{atom(), non_neg_integer()}]} | {error, einval}.
 getstat(S, Names) when is_list(Names) ->
     _ = try length(Names) catch error:badarg -> erlang:error(badarg, [S, Names]) end,
@@ -510,6 +521,7 @@ stat(send_cnt, #{write_pkg := V}) -> V;
 stat(send_max, #{write_pkg_max := V}) -> V;
 stat(send_avg, #{write_byte := B, write_pkg := N}) -> avg(B, N);
 stat(send_pend, #{send_pend := V}) -> V;
+stat(recv_dvi, _) -> 0;
 stat(_, _) -> error.
 
 send_pend(S) ->
@@ -521,7 +533,7 @@ send_pend(S) ->
 avg(_Bytes, 0) -> 0;
 avg(Bytes, Count) -> Bytes div Count.
 
-inet_addr({ok, #{family := local, path := Path}}) -> {ok, Path};
+inet_addr({ok, #{family := local, path := Path}}) -> {ok, {local, Path}};
 inet_addr({ok, #{addr := IP, port := Port}}) -> {ok, {IP, Port}};
 inet_addr({error, _} = E) -> E.
 

@@ -158,7 +158,7 @@ ranch_identity(_Config) ->
 ranch_listen_defaults(_Config) ->
     {ok, L} = ?TR:listen(#{socket_opts => [{ip, {127, 0, 0, 1}}]}),
     {ok, Opts} = ?TR:getopts(L, [active, packet, mode, reuseaddr, nodelay, send_timeout]),
-    [{active, false}, {packet, raw}, {mode, binary}, {reuseaddr, true}, {nodelay, true},
+    [{active, false}, {packet, 0}, {mode, binary}, {reuseaddr, true}, {nodelay, true},
      {send_timeout, 30000}] = Opts,
     {ok, {{127, 0, 0, 1}, Port}} = ?TR:sockname(L),
     true = Port > 0,
@@ -176,7 +176,7 @@ ranch_listen_defaults(_Config) ->
     {ok, {_, Port4}} = ?TR:sockname(L4),
     {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port4, []),
     {ok, S} = ?TR:accept(L4, ?T),
-    {ok, [{active, false}, {packet, raw}, {mode, binary}, {nodelay, true}, {send_timeout, 1234}]} =
+    {ok, [{active, false}, {packet, 0}, {mode, binary}, {nodelay, true}, {send_timeout, 1234}]} =
         ?TR:getopts(S, [active, packet, mode, nodelay, send_timeout]),
     ok = ?TR:close(S), ok = ?TR:close(L4), gen_tcp:close(C).
 
@@ -205,7 +205,7 @@ ranch_listen_filters_disallowed(_Config) ->
                                            {mode, list}, list, {reuseaddr, false},
                                            {packet_size, 10}, {nodelay, false}, {backlog, 7},
                                            {keepalive, true}, {inet_backend, socket}]}),
-    {ok, [{active, false}, {packet, raw}, {mode, binary}, {reuseaddr, true}, {nodelay, false},
+    {ok, [{active, false}, {packet, 0}, {mode, binary}, {reuseaddr, true}, {nodelay, false},
           {keepalive, true}, {packet_size, 0}]} =
         ?TR:getopts(L, [active, packet, mode, reuseaddr, nodelay, keepalive, packet_size]),
     ok = ?TR:close(L).
@@ -291,7 +291,7 @@ ranch_connect(_Config) ->
     {ok, C2} = ?TR:connect("localhost", Port, [{active, true}, list, {packet, 2}], ?T),
     {ok, S1} = ?TR:accept(L, ?T),
     {ok, S2} = ?TR:accept(L, ?T),
-    [{ok, [{active, false}, {packet, raw}, {mode, binary}]} = ?TR:getopts(C, [active, packet, mode])
+    [{ok, [{active, false}, {packet, 0}, {mode, binary}]} = ?TR:getopts(C, [active, packet, mode])
      || C <- [C1, C2]],
     ok = ?TR:send(S2, <<"to c2">>),
     {ok, <<"to c2">>} = ?TR:recv(C2, 5, ?T),

@@ -24,6 +24,7 @@
          init_per_group/2, end_per_group/2, init_per_testcase/2, end_per_testcase/2]).
 
 -export([tcp_listen_accept_connect_ip/1,
+         tcp_local_names/1,
          tcp_connect_hostname/1,
          tcp_connect_inet6/1,
          tcp_binary_mode/1,
@@ -137,6 +138,7 @@ groups() ->
 
 cases() ->
     [tcp_listen_accept_connect_ip,
+     tcp_local_names,
      tcp_connect_hostname,
      tcp_connect_inet6,
      tcp_binary_mode,
@@ -253,6 +255,24 @@ end_per_testcase(_Case, _Config) ->
 %% Connections and addresses
 %%--------------------------------------------------------------------
 
+%% A unix socket's names are {local, Path} (inet's shape; ssl over nifsock_tcp needs it), the listener's path on the listener, the accepted socket and the client's peer.
+tcp_local_names(Config) ->
+    M = mod(Config),
+    Path = "/tmp/nifsock_tcp_local_" ++ integer_to_list(erlang:unique_integer([positive])),
+    BinPath = list_to_binary(Path),
+    {ok, L} = M:listen(0, [binary, {active, false}, {ifaddr, {local, Path}}]),
+    {ok, {local, BinPath}} = sockname(Config, L),
+    {ok, C} = M:connect({local, Path}, 0, [local, binary, {active, false}]),
+    {ok, S} = M:accept(L, ?T),
+    {ok, {local, BinPath}} = sockname(Config, S),
+    {ok, {local, BinPath}} = peername(Config, C),
+    {ok, {local, CName}} = sockname(Config, C),
+    {ok, {local, CName}} = peername(Config, S),
+    ok = M:send(C, <<"unix">>),
+    {ok, <<"unix">>} = M:recv(S, 4, ?T),
+    close_all(M, [C, S, L]),
+    ok = file:delete(Path).
+
 %% Listens on {127,0,0,1} with {ip, IP}, connects to {IP, Port}, accepts; both ends agree on the addresses.
 tcp_listen_accept_connect_ip(Config) ->
     M = mod(Config),
@@ -360,7 +380,8 @@ tcp_passive_recv_zero(Config) ->
 
 %% getstat counts bytes, calls and the largest transfer each way (two exact
 %% reads of 5 and 100 bytes, one send of 3); send_pend is 0 once a send has
-%% returned; an unknown name and a closed socket are {error, einval}.
+%% returned; all of inet:stats() can be asked for at once (ssl:getstat/1
+%% does); an unknown name and a closed socket are {error, einval}.
 tcp_getstat(Config) ->
     M = mod(Config),
     {Peer, S} = raw_pair(Config, [binary, {active, false}]),
@@ -379,6 +400,8 @@ tcp_getstat(Config) ->
                                              send_oct, send_cnt, send_max, send_avg,
                                              send_pend]],
     {ok, [{send_oct, 3}, {recv_oct, 105}]} = getstat(M, S, [send_oct, recv_oct]),
+    {ok, InetStats} = getstat(M, S, inet:stats()),
+    true = [N || {N, V} <- InetStats, is_integer(V), V >= 0] =:= inet:stats(),
     {error, einval} = getstat(M, S, [recv_oct, no_such_stat]),
     %% an improper list raises (gen_tcp: function_clause; nifsock_tcp: badarg)
     {'EXIT', {Improper, _}} = catch getstat(M, S, [recv_oct | send_oct]),
@@ -1043,7 +1066,8 @@ tcp_getopts_setopts_roundtrip(Config) ->
     ok = setopts(Config, S, Opts2),
     {ok, Got2} = getopts(Config, S, Names),
     %% Turning linger off keeps the old timeout in the kernel ({false, 5}): gen_tcp shows it too.
-    %% {packet, raw} reads back as {packet, 0} on gen_tcp: the same thing.
+    %% {packet, raw} reads back as {packet, 0} (ssl keeps what getopts says).
+    [{packet, 0}] = [O || {packet, _} = O <- Got2],
     Opts2 = [case O of
                  {linger, {false, _}} -> {linger, {false, 0}};
                  {packet, 0} -> {packet, raw};

@@ -33,13 +33,18 @@ config(Opts) ->
     Get = fun(K, Def) -> maps:get(K, Opts, Def) end,
     Int = fun(K, Q, F) -> list_to_integer(Get(K, integer_to_list(case Full of true -> F; false -> Q end))) end,
     Root = Get(root, element(2, file:get_cwd())),
+    Workloads = Get(workloads, case Full of
+                                   true -> "churn,keepalive,pingpong1,pingpong16,bulk,idle,syscalls,"
+                                           "tls_keepalive,tls_bulk";
+                                   false -> "churn,keepalive,pingpong1,pingpong16,bulk,idle,syscalls"
+                               end),
     #{mode => case Full of true -> full; false -> quick end,
       root => Root,
       results => Get(results, filename:join([Root, "bench", "results"])),
       pidfile => Get(pidfile, filename:join([Root, "bench", "_build", "pids"])),
       paths => string:lexemes(Get(paths, ""), ":"),
-      backends => [list_to_atom(B) || B <- string:lexemes(Get(backends, "nifsock,socket,gen_tcp,gen_tcp_active,nifsock_tcp_active_n,gen_tcp_active_n"), ",")],
-      workloads => [list_to_atom(W) || W <- string:lexemes(Get(workloads, "churn,keepalive,pingpong1,pingpong16,bulk,idle,syscalls"), ",")],
+      backends => [list_to_atom(B) || B <- string:lexemes(Get(backends, default_backends(Full, Workloads)), ",")],
+      workloads => [list_to_atom(W) || W <- string:lexemes(Workloads, ",")],
       subject => list_to_atom(Get(subject, "nifsock")),
       client => list_to_atom(Get(client, "gen_tcp")),
       server_core => Get(server_core, "0"),
@@ -50,6 +55,7 @@ config(Opts) ->
       http_secs => Int(http_secs, 3, 5),
       pp_ms => Int(pp_ms, 1000, 3000),
       bulk_mib => Int(bulk_mib, 256, 1024),
+      tls_bulk_mib => Int(tls_bulk_mib, 64, 256),
       idle_conns => Int(idle_conns, 10000, 10000),
       syscall_conns => Int(syscall_conns, 2000, 2000),
       wrk_conns => Int(wrk_conns, 64, 64),
@@ -62,6 +68,19 @@ config(Opts) ->
       wrk => os:find_executable("wrk"),
       strace => os:find_executable("strace"),
       start => erlang:monotonic_time(millisecond)}.
+
+%% The TLS backends (ssl over nifsock_tcp and over gen_tcp) are added when a
+%% TLS workload runs (full mode, or --workloads naming one); only they run
+%% when every workload is a TLS one.
+default_backends(Full, Workloads) ->
+    Plain = "nifsock,socket,gen_tcp,gen_tcp_active,nifsock_tcp_active_n,gen_tcp_active_n",
+    Tls = "nifsock_tcp_ssl,gen_tcp_ssl",
+    IsTls = [lists:prefix("tls_", W) || W <- string:lexemes(Workloads, ",")],
+    case {lists:all(fun(X) -> X end, IsTls), Full orelse lists:member(true, IsTls)} of
+        {true, _} -> Tls;
+        {false, true} -> Plain ++ "," ++ Tls;
+        {false, false} -> Plain
+    end.
 
 run(#{report := Csv} = Opts) ->
     %% regenerate latest.md/png from a raw CSV and its .meta file
@@ -163,7 +182,7 @@ warmup(Cfg) ->
     log("bench: warm-up (1 s of wrk churn per backend)", []),
     [begin
          {ok, Ref, Port} = call(node_of(Cfg, B), start, [B, http, maps:get(acceptors, Cfg)]),
-         _ = wrk(Cfg, Port, 1, true),
+         _ = wrk(Cfg, scheme(B), Port, 1, true),
          call(node_of(Cfg, B), stop, [Ref])
      end || B <- maps:get(backends, Cfg)],
     ok.
@@ -198,10 +217,24 @@ workload(W, Cfg) ->
 
 %% The {active, N} backends compare active delivery (nifsock_tcp's pumps vs
 %% inet_drv): they run the request/response workloads only.
+%% The TLS backends run the TLS workloads, and only they do.
 runs(W, B) ->
-    case lists:suffix("_active_n", atom_to_list(B)) of
-        true -> lists:member(W, [keepalive, pingpong1, pingpong16]);
-        false -> true
+    case {is_tls(B), lists:prefix("tls_", atom_to_list(W))} of
+        {true, IsTlsWorkload} -> IsTlsWorkload;
+        {false, true} -> false;
+        {false, false} ->
+            case lists:suffix("_active_n", atom_to_list(B)) of
+                true -> lists:member(W, [keepalive, pingpong1, pingpong16]);
+                false -> true
+            end
+    end.
+
+is_tls(B) -> lists:suffix("_ssl", atom_to_list(B)).
+
+scheme(B) ->
+    case is_tls(B) of
+        true -> "https";
+        false -> "http"
     end.
 
 past_deadline(Cfg, W, R) ->
@@ -234,6 +267,8 @@ summary(W, Res) ->
     Keys = case W of
                churn -> [rps, cpu_us_per_req, errors];
                keepalive -> [rps, cpu_us_per_req, errors];
+               tls_keepalive -> [rps, cpu_us_per_req, errors];
+               tls_bulk -> [mb_per_s, cpu_us_per_mb];
                pingpong1 -> [rt_per_s, cpu_us_per_rt];
                pingpong16 -> [rt_per_s, cpu_us_per_rt];
                bulk -> [mb_per_s, cpu_us_per_mb];
@@ -253,7 +288,7 @@ short(V) -> float_to_list(V, [{decimals, 2}, compact]).
 run_one(W, B, Cfg) when W =:= churn; W =:= keepalive ->
     N = node_of(Cfg, B),
     {ok, Ref, Port} = call(N, start, [B, http, maps:get(acceptors, Cfg)]),
-    {Wrk, S} = sampled(Cfg, [N], fun() -> wrk(Cfg, Port, maps:get(http_secs, Cfg), W =:= churn) end),
+    {Wrk, S} = sampled(Cfg, [N], fun() -> wrk(Cfg, "http", Port, maps:get(http_secs, Cfg), W =:= churn) end),
     Stats = call(N, stop, [Ref]),
     #{requests := Reqs, rps := Rps, errors := Errs, cpu_us := WrkCpu} = Wrk,
     noise(S, WrkCpu, Cfg,
@@ -270,6 +305,33 @@ run_one(W, B, Cfg) when W =:= pingpong1; W =:= pingpong16 ->
     _ = call(N, stop, [Ref]),
     noise(S, 0, Cfg, #{rt_per_s => RT * 1.0e6 / Us, round_trips => RT, errors => Errs,
                        cpu_us_per_rt => maps:get(server_us, S) / max(1, RT)});
+%% TLS keep-alive: wrk over https (its OpenSSL client, the same for both
+%% backends), 64 connections, handshakes done before the timed part starts
+%% counting only in wrk's own first requests.
+run_one(tls_keepalive, B, Cfg) ->
+    N = node_of(Cfg, B),
+    {ok, Ref, Port} = call(N, start, [B, http, maps:get(acceptors, Cfg)]),
+    {Wrk, S} = sampled(Cfg, [N], fun() -> wrk(Cfg, "https", Port, maps:get(http_secs, Cfg), false) end),
+    Stats = call(N, stop, [Ref]),
+    #{requests := Reqs, rps := Rps, errors := Errs, cpu_us := WrkCpu} = Wrk,
+    noise(S, WrkCpu, Cfg,
+          #{rps => Rps, requests => Reqs, errors => Errs,
+            server_errors => maps:get(handler_errors, Stats) + maps:get(accept_errors, Stats),
+            cpu_us_per_req => maps:get(server_us, S) / max(1, Reqs)});
+%% TLS bulk: the bulk workload over TLS; the client is ssl over gen_tcp for
+%% every server backend (bench_backend_gen_tcp_ssl).
+run_one(tls_bulk, B, Cfg) ->
+    N = node_of(Cfg, B),
+    Bytes = maps:get(tls_bulk_mib, Cfg) * 1024 * 1024,
+    ok = bench_backend:available(gen_tcp_ssl),
+    {ok, Ref, Port} = call(N, start, [B, sink, 1]),
+    {{ok, Us}, S} = sampled(Cfg, [N], fun() ->
+        bench_client:bulk(bench_backend:mod(gen_tcp_ssl), Port, Bytes, 65536)
+    end),
+    _ = call(N, stop, [Ref]),
+    MB = Bytes / 1.0e6,
+    noise(S, 0, Cfg, #{mb_per_s => MB / (Us / 1.0e6), bytes => Bytes,
+                       cpu_us_per_mb => maps:get(server_us, S) / MB});
 run_one(bulk, B, Cfg) ->
     N = node_of(Cfg, B),
     Bytes = maps:get(bulk_mib, Cfg) * 1024 * 1024,
@@ -407,13 +469,13 @@ categorize(Counts) ->
 
 %%% wrk
 
-wrk(Cfg, Port, Secs, Close) ->
+wrk(Cfg, Scheme, Port, Secs, Close) ->
     Hdr = case Close of true -> " -H 'Connection: close'"; false -> "" end,
     Cmd = lists:flatten(
-            io_lib:format("timeout -s INT ~b ~s -c ~s ~s -t 1 -c ~b -d ~bs~s http://127.0.0.1:~b/; "
+            io_lib:format("timeout -s INT ~b ~s -c ~s ~s -t 1 -c ~b -d ~bs~s ~s://127.0.0.1:~b/; "
                           "echo; echo CHILDCPU $(cut -d' ' -f16,17 /proc/$$/stat)",
                           [Secs + 20, maps:get(taskset, Cfg), maps:get(load_core, Cfg),
-                           maps:get(wrk, Cfg), maps:get(wrk_conns, Cfg), Secs, Hdr, Port])),
+                           maps:get(wrk, Cfg), maps:get(wrk_conns, Cfg), Secs, Hdr, Scheme, Port])),
     Out = sh(Cfg, Cmd, (Secs + 30) * 1000),
     Num = fun(Re) ->
                   case re:run(Out, Re, [{capture, all_but_first, list}]) of

@@ -7,7 +7,7 @@
 
 -export([write/2, median/1]).
 
--define(BASES, [socket, gen_tcp]).
+-define(BASES, [socket, gen_tcp, gen_tcp_ssl]).
 
 %% {Workload, Metric, Label, Unit/format, lower_is_better?}
 rows() ->
@@ -22,6 +22,10 @@ rows() ->
      {pingpong16, cpu_us_per_rt, "pingpong x16: server CPU µs/rt", f2, true},
      {bulk, mb_per_s, "bulk: MB/s", int, false},
      {bulk, cpu_us_per_mb, "bulk: server CPU µs/MB", f1, true},
+     {tls_keepalive, rps, "tls_keepalive: req/s", int, false},
+     {tls_keepalive, cpu_us_per_req, "tls_keepalive: server CPU µs/req", f2, true},
+     {tls_bulk, mb_per_s, "tls_bulk: MB/s", int, false},
+     {tls_bulk, cpu_us_per_mb, "tls_bulk: server CPU µs/MB", f1, true},
      {idle, mem_total, "idle: bytes/conn, erlang:memory(total)", int, true},
      {idle, rss, "idle: bytes/conn, VmRSS", int, true},
      {idle, binary, "idle: bytes/conn, erlang:memory(binary)", int, true},

@@ -91,14 +91,14 @@ defmodule Nifsock.TCP do
   @spec controlling_process(socket(), pid()) :: :ok | {:error, term()}
   defdelegate controlling_process(socket, pid), to: :nifsock_tcp
 
-  @doc "The peer's `{ip, port}` (a path for `:local` sockets), as `:inet.peername/1`."
+  @doc "The peer's `{ip, port}` (`{:local, path}` for `:local` sockets), as `:inet.peername/1`."
   @spec peername(socket()) ::
-          {:ok, {:inet.ip_address(), :inet.port_number()} | binary()} | {:error, term()}
+          {:ok, {:inet.ip_address(), :inet.port_number()} | {:local, binary()}} | {:error, term()}
   defdelegate peername(socket), to: :nifsock_tcp
 
-  @doc "The local `{ip, port}` (a path for `:local` sockets), as `:inet.sockname/1`."
+  @doc "The local `{ip, port}` (`{:local, path}` for `:local` sockets), as `:inet.sockname/1`."
   @spec sockname(socket()) ::
-          {:ok, {:inet.ip_address(), :inet.port_number()} | binary()} | {:error, term()}
+          {:ok, {:inet.ip_address(), :inet.port_number()} | {:local, binary()}} | {:error, term()}
   defdelegate sockname(socket), to: :nifsock_tcp
 
   @doc "The local port, as `:inet.port/1`."

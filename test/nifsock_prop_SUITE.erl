@@ -103,9 +103,16 @@ prop_framing_gen_tcp(Config) ->
 prop_stream_nifsock(Config) ->
     check(nifsock_stream_prop:prop_stream(nifsock), n(300, 3000), Config).
 
-%% @doc The same property over OTP socket: the model is socket's behaviour.
+%% @doc The same property over OTP socket: the model is socket's behaviour
+%% as of OTP 25, which nifsock keeps. Later releases changed it (a short
+%% `recv(S, N, 0)' is `{error, {timeout, Data}}' from OTP 26; OTP 27's timed-out
+%% short recvs keep their bytes: README, "Differences from socket"), so there
+%% the model is not socket's and the case is skipped.
 prop_stream_socket(Config) ->
-    check(nifsock_stream_prop:prop_stream(socket), n(300, 3000), Config).
+    case erlang:system_info(otp_release) of
+        "25" -> check(nifsock_stream_prop:prop_stream(socket), n(300, 3000), Config);
+        Release -> {skip, "the model is OTP 25's socket; this is OTP " ++ Release}
+    end.
 
 %%--------------------------------------------------------------------
 

@@ -136,7 +136,7 @@ pub fn decode(term: Term, family: Family) -> Result<SockAddr> {
         Family::Local => {
             let p = path.ok_or(Error::Invalid("sockaddr"))?;
             let bytes = crate::nif::args::string_bytes(p).ok_or(Error::Invalid("sockaddr"))?;
-            crate::unix_path::to_addr(&bytes).ok_or(Error::Invalid("sockaddr"))
+            crate::core::unix_path::to_addr(&bytes).ok_or(Error::Invalid("sockaddr"))
         }
     }
 }
@@ -223,7 +223,7 @@ pub fn encode<'a>(env: Env<'a>, a: &SockAddr) -> Term<'a> {
             }
         };
     }
-    let path = crate::unix_path::from_addr(a);
+    let path = crate::core::unix_path::from_addr(a);
     let mut bin = rustler::NewBinary::new(env, path.len());
     bin.as_mut_slice().copy_from_slice(&path);
     let path: Term = bin.into();

@@ -6,10 +6,10 @@ use rustler::{Encoder, Env, NifResult, Term};
 
 use crate::addr::Family;
 use crate::atoms;
+use crate::core::opts;
 use crate::error::{Error, Result};
 use crate::lifecycle;
 use crate::nif::args::{self, Mode, Sock};
-use crate::opts;
 use crate::socket::{Active, Socket, TcpOpts};
 use crate::stats;
 use crate::sys::msg;

@@ -5,32 +5,25 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod addr;
-pub mod atoms;
-pub mod closer;
-pub mod conn;
-pub mod errno;
-pub mod error;
-pub mod fd_cell;
-pub mod gen_tcp_opts;
-pub mod lifecycle;
-pub mod nif;
-pub mod opts;
-pub mod packet;
-pub mod recv;
-pub mod scratch;
-pub mod scratch_read;
-pub mod send;
-pub mod sendfile;
-pub mod socket;
-pub mod sockopt;
-pub mod stats;
-pub mod sys;
-pub mod tcp;
-pub mod tcp_opts;
-pub mod tcp_send;
-pub mod traffic;
-pub mod unix_path;
+mod addr;
+mod atoms;
+mod closer;
+mod conn;
+mod core;
+mod error;
+mod lifecycle;
+mod nif;
+mod recv;
+mod scratch_read;
+mod send;
+mod sendfile;
+mod socket;
+mod sockopt;
+mod stats;
+mod sys;
+mod tcp;
+mod tcp_opts;
+mod tcp_send;
 
 use rustler::{Env, Term};
 

@@ -7,18 +7,15 @@ use std::os::fd::RawFd;
 use rustler::{Binary, Encoder, Env, NewBinary, NifResult, OwnedBinary, Term};
 
 use crate::atoms;
+use crate::core::limits::{MAX_EXACT_LEN, MAX_READS_PER_CALL, SCRATCH_CAP, STREAM_THRESHOLD};
 use crate::error::Error;
 use crate::lifecycle;
 use crate::nif::args::{self, Mode, Sock};
-use crate::scratch;
 use crate::scratch_read::{self, is_would_block, ScratchRead};
 use crate::socket::{Partial, Socket};
 use crate::stats;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
-
-/// Most syscalls one recv call makes before yielding back to Erlang.
-const MAX_READS_PER_CALL: usize = 8;
 
 enum Read<'a> {
     Complete(Term<'a>, usize),
@@ -72,10 +69,6 @@ fn is_drained(n: usize, asked: usize) -> bool {
     n < asked && n < STREAM_THRESHOLD
 }
 
-/// The largest exact length recv accepts (as gen_tcp, larger is `{error,
-/// enomem}`): the result binary is allocated up front once bytes arrive.
-pub const MAX_EXACT_LEN: usize = 64 << 20;
-
 enum Fitted<'a> {
     /// The partial bytes already answer the call (and what is left over).
     Ready(Term<'a>, Option<Partial>),
@@ -112,9 +105,6 @@ fn fit_partial<'a>(env: Env<'a>, mut p: Partial, len: usize) -> Fitted<'a> {
     }
     Fitted::Continue(p)
 }
-
-/// Reads this large count as "streaming" (see `read_direct`).
-pub const STREAM_THRESHOLD: usize = 16 * 1024;
 
 #[allow(clippy::too_many_arguments)]
 fn read_once<'a>(
@@ -156,7 +146,7 @@ fn read_once<'a>(
     let want = if len == 0 {
         rcvbuf
     } else {
-        len.min(scratch::CAP)
+        len.min(SCRATCH_CAP)
     };
     if len == 0 && streaming && flags & libc::MSG_PEEK == 0 {
         return read_direct(env, s, fd, want, flags, drained);

@@ -5,7 +5,7 @@
 
 use std::os::fd::RawFd;
 
-use crate::scratch;
+use crate::core::scratch;
 use crate::socket::Socket;
 use crate::sys::syscall;
 

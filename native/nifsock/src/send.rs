@@ -23,7 +23,7 @@ fn write_all(s: &Socket, fd: std::os::fd::RawFd, entries: &[libc::iovec], flags:
     let mut written = 0usize;
     let mut rest = entries;
     while !rest.is_empty() {
-        let n_entries = rest.len().min(syscall::iov_max());
+        let n_entries = rest.len().min(syscall::IOV_MAX);
         let (chunk, tail) = rest.split_at(n_entries);
         let chunk_bytes: usize = chunk.iter().map(|v| v.iov_len).sum();
         match syscall::sendv(fd, chunk, flags) {

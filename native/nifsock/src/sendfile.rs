@@ -12,10 +12,7 @@ use crate::stats;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
 
-/// Most bytes asked of one sendfile(2) call (the socket buffer bounds it anyway).
-const CHUNK: usize = 1 << 20;
-/// Most sendfile(2) calls one NIF call makes before yielding to Erlang.
-const MAX_CALLS: usize = 16;
+use crate::core::limits::{SENDFILE_CHUNK as CHUNK, SENDFILE_MAX_CALLS as MAX_CALLS};
 
 enum Outcome {
     /// Count reached or end of file.

@@ -13,15 +13,15 @@ use rustler::sys::ErlNifPid;
 use rustler::OwnedBinary;
 
 use crate::addr::Family;
-pub use crate::fd_cell::FdCell;
-use crate::gen_tcp_opts::Watermarks;
-use crate::scratch;
+pub use crate::core::fd_cell::FdCell;
+use crate::core::gen_tcp_opts::Watermarks;
+use crate::core::limits::{SCRATCH_CAP, STREAM_THRESHOLD};
+use crate::core::traffic::Traffic;
 use crate::stats;
 use crate::sys::handles::{HandleStore, Saved};
 use crate::sys::msg::Monitor;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
-use crate::traffic::Traffic;
 
 /// Lifecycle of a socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,11 +108,11 @@ pub struct TcpOpts {
     /// Active mode.
     pub active: Active,
     /// Packet framing.
-    pub packet: crate::packet::Packet,
+    pub packet: crate::core::packet::Packet,
     /// Largest packet accepted (0: no limit).
     pub packet_size: usize,
     /// `{line_delimiter, C}`: the byte that ends a `{packet, line}` packet.
-    pub line_delimiter: crate::packet::Delimiter,
+    pub line_delimiter: crate::core::packet::Delimiter,
     /// Deliver lists instead of binaries.
     pub list: bool,
     /// On a listener: the active mode accepted sockets start in.
@@ -150,9 +150,9 @@ impl Default for TcpOpts {
     fn default() -> TcpOpts {
         TcpOpts {
             active: Active::Off,
-            packet: crate::packet::Packet::Raw,
+            packet: crate::core::packet::Packet::Raw,
             packet_size: 0,
-            line_delimiter: crate::packet::Delimiter::default(),
+            line_delimiter: crate::core::packet::Delimiter::default(),
             list: false,
             accept_active: Active::Off,
             send_timeout: None,
@@ -272,7 +272,7 @@ impl Socket {
             fd: FdCell::new(fd),
             family,
             close_may_block: AtomicBool::new(close_may_block),
-            rcvbuf: AtomicUsize::new(scratch::CAP),
+            rcvbuf: AtomicUsize::new(SCRATCH_CAP),
             last_read: AtomicUsize::new(0),
             drained: AtomicBool::new(false),
             state: Mutex::new(State {
@@ -328,7 +328,7 @@ impl Socket {
 
     /// Whether the last reads were large (read straight into binaries).
     pub fn streaming(&self) -> bool {
-        self.last_read.load(Ordering::Relaxed) >= crate::recv::STREAM_THRESHOLD
+        self.last_read.load(Ordering::Relaxed) >= STREAM_THRESHOLD
     }
 
     /// Records whether the last read emptied the receive queue.

@@ -6,8 +6,8 @@ use rustler::types::map::MapIterator;
 use rustler::{Atom, Encoder, Env, Term};
 
 use crate::atoms;
+use crate::core::opts::{self, Kind, Spec};
 use crate::error::{Error, Result};
-use crate::opts::{self, Kind, Spec};
 use crate::socket::Socket;
 use crate::stats;
 use crate::sys::syscall;

@@ -11,19 +11,17 @@ use rustler::sys::ErlNifPid;
 use rustler::{Encoder, Env, NewBinary, NifResult, Term};
 
 use crate::atoms;
+use crate::core::gen_tcp_opts::{self, Shape};
+use crate::core::limits::{MAX_DELIVERY_READS, MAX_EXACT_LEN};
+use crate::core::packet::{self, Bounds, Found, Packet};
 use crate::error::Error;
-use crate::gen_tcp_opts::{self, Shape};
 use crate::lifecycle;
 use crate::nif::args::{self, Mode, Sock};
-use crate::packet::{self, Bounds, Found, Packet};
 use crate::scratch_read::{self, ScratchRead};
 use crate::socket::{Active, Phase, TcpOpts};
 use crate::stats;
 use crate::sys::msg;
 use crate::sys::select::Dir;
-
-/// Most reads one delivery call makes before re-arming its select.
-const MAX_READS: usize = 4;
 
 fn binary_term<'a>(env: Env<'a>, bytes: &[u8]) -> Term<'a> {
     let mut b = NewBinary::new(env, bytes.len());
@@ -204,7 +202,7 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
                 opts.active = Active::Off;
                 ended = true;
             }
-            Found::Incomplete if drained || reads >= MAX_READS => {
+            Found::Incomplete if drained || reads >= MAX_DELIVERY_READS => {
                 rearm = true;
                 break;
             }
@@ -571,7 +569,7 @@ pub fn recv<'a>(
         if st.tcp.active != Active::Off || (len > 0 && st.tcp.packet != Packet::Raw) {
             return args::error(env, Error::Os(libc::EINVAL));
         }
-        if len > crate::recv::MAX_EXACT_LEN {
+        if len > MAX_EXACT_LEN {
             return args::error(env, Error::Os(libc::ENOMEM));
         }
         if st.partial.is_some() {

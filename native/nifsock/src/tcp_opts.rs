@@ -7,8 +7,8 @@
 use rustler::{Atom, Encoder, Env, NifResult, Term};
 
 use crate::atoms;
+use crate::core::gen_tcp_opts::{msgq_watermark, send_watermark};
 use crate::error::Error;
-use crate::gen_tcp_opts::{msgq_watermark, send_watermark};
 use crate::nif::args::{self, Sock};
 use crate::socket::{Phase, TcpOpts};
 

@@ -103,11 +103,6 @@ impl MsgEnv {
         }
     }
 
-    /// The raw env, to build terms in.
-    pub fn raw(&self) -> *mut ErlNifEnv {
-        self.0
-    }
-
     /// An `Env` view, to use Rustler encoders.
     pub fn with<R>(&self, f: impl for<'a> FnOnce(Env<'a>) -> R) -> R {
         let marker = ();

@@ -118,7 +118,7 @@ pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> SysResult<usize> {
 /// sendmsg(2) of an I/O vector (the kernel's writev, with flags): MSG_NOSIGNAL
 /// so a closed peer gives EPIPE, never SIGPIPE.
 pub fn sendv(fd: RawFd, iov: &[libc::iovec], flags: i32) -> SysResult<usize> {
-    let iovlen = iov.len().min(iov_max());
+    let iovlen = iov.len().min(IOV_MAX);
     // SAFETY: msghdr is plain data; zeroed is a valid "no name, no control" value.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = iov.as_ptr().cast_mut();
@@ -152,9 +152,7 @@ fn nosignal() -> i32 {
 }
 
 /// The most entries one sendmsg takes.
-pub fn iov_max() -> usize {
-    1024
-}
+pub const IOV_MAX: usize = 1024;
 
 /// shutdown(2).
 pub fn shutdown(fd: RawFd, how: i32) -> SysResult<()> {

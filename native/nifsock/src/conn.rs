@@ -4,12 +4,13 @@ use std::os::fd::RawFd;
 
 use rustler::{Encoder, Env, NifResult, Term};
 
-use crate::addr::Family;
 use crate::atoms;
+use crate::codec::args::{self, Mode, Sock};
+use crate::codec::reply;
+use crate::core::family::Family;
 use crate::core::opts;
 use crate::error::{Error, Result};
 use crate::lifecycle;
-use crate::nif::args::{self, Mode, Sock};
 use crate::socket::{Active, Socket, TcpOpts};
 use crate::stats;
 use crate::sys::msg;
@@ -40,7 +41,7 @@ pub fn wrap<'a>(
     let obj = owned.obj();
     let mon = msg::monitor(crate::sys::env::EnvRef::of(env), obj, &owner);
     {
-        let mut st = obj.socket().lock();
+        let mut st = obj.get().lock();
         st.owner_mon = mon;
         st.tcp = tcp;
     }
@@ -87,7 +88,7 @@ pub fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> Ni
     loop {
         let r = match l.s.with_fd(syscall::accept) {
             Ok(r) => r,
-            Err(e) => return args::error(env, e),
+            Err(e) => return reply::error(env, e),
         };
         match r {
             Ok(fd) => {
@@ -103,19 +104,19 @@ pub fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> Ni
                 if accepted.is_ok() {
                     l.s.count_accept();
                 }
-                return args::value(env, accepted);
+                return reply::value(env, accepted);
             }
             Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
                 stats::ACCEPTS_EAGAIN.incr();
                 return match mode {
                     Mode::Zero => {
                         lifecycle::done(env, l.obj, Dir::Read, &caller);
-                        args::error(env, Error::Timeout)
+                        reply::error(env, Error::Timeout)
                     }
                     Mode::Wait | Mode::Nowait => {
                         match lifecycle::wait(env, l.obj, l.term, Dir::Read, &caller, handle) {
                             Ok(()) => Ok(atoms::select().encode(env)),
-                            Err(e) => args::error(env, e),
+                            Err(e) => reply::error(env, e),
                         }
                     }
                 };
@@ -125,7 +126,7 @@ pub fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> Ni
             Err(e) => {
                 tracing::debug!(op = "accept", errno = e);
                 lifecycle::done(env, l.obj, Dir::Read, &caller);
-                return args::error(env, Error::Os(e));
+                return reply::error(env, Error::Os(e));
             }
         }
     }
@@ -139,14 +140,14 @@ pub fn connect<'a>(
     handle: Term<'a>,
     mode: Mode,
 ) -> NifResult<Term<'a>> {
-    let a = match crate::addr::decode(addr, sock.s.family) {
+    let a = match crate::codec::addr::decode(addr, sock.s.family) {
         Ok(a) => a,
-        Err(e) => return args::error(env, e),
+        Err(e) => return reply::error(env, e),
     };
     let caller = args::caller(env)?;
     let r = match sock.s.with_fd(|fd| syscall::connect(fd, &a)) {
         Ok(r) => r,
-        Err(e) => return args::error(env, e),
+        Err(e) => return reply::error(env, e),
     };
     match r {
         Ok(()) => Ok(atoms::ok().encode(env)),
@@ -155,14 +156,14 @@ pub fn connect<'a>(
         {
             sock.s.lock().connecting = true;
             if mode == Mode::Zero {
-                return args::error(env, Error::Timeout);
+                return reply::error(env, Error::Timeout);
             }
             match lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle) {
                 Ok(()) => Ok(atoms::select().encode(env)),
-                Err(e) => args::error(env, e),
+                Err(e) => reply::error(env, e),
             }
         }
-        Err(e) => args::error(env, Error::Os(e)),
+        Err(e) => reply::error(env, Error::Os(e)),
     }
 }
 
@@ -176,11 +177,11 @@ pub fn connect_finish<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     lifecycle::done(env, sock.obj, Dir::Write, &caller);
     sock.s.lock().connecting = false;
     match r {
-        Err(e) => args::error(env, e),
-        Ok(Err(e)) => args::error(env, Error::Os(e)),
+        Err(e) => reply::error(env, e),
+        Ok(Err(e)) => reply::error(env, Error::Os(e)),
         Ok(Ok(_)) => match i32::from_ne_bytes(b) {
             0 => Ok(atoms::ok().encode(env)),
-            e => args::error(env, Error::Os(e)),
+            e => reply::error(env, Error::Os(e)),
         },
     }
 }

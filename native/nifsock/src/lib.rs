@@ -5,9 +5,9 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
-mod addr;
 mod atoms;
 mod closer;
+mod codec;
 mod conn;
 mod core;
 mod error;
@@ -29,7 +29,7 @@ use rustler::{Env, Term};
 
 fn load(env: Env, _info: Term) -> bool {
     init_tracing();
-    sys::resource::register(env, &lifecycle::CALLBACKS)
+    sys::resource::register::<socket::Socket>(env)
 }
 
 /// A stderr subscriber, only when NIFSOCK_LOG is set (e.g. `debug`,

@@ -3,6 +3,8 @@
 //! cancelling, closing (inline, or off the normal schedulers when SO_LINGER may
 //! block), owner death and destruction.
 
+use std::ffi::CStr;
+
 use rustler::sys::{ErlNifMonitor, ErlNifPid};
 use rustler::{Encoder, Env, Term};
 
@@ -14,15 +16,28 @@ use crate::stats;
 use crate::sys::env::EnvRef;
 use crate::sys::handles::{HandleStore, Saved};
 use crate::sys::msg::{self, same_pid, Monitor, MsgEnv};
-use crate::sys::resource::{Callbacks, Obj};
+use crate::sys::resource::{Kind, Obj, TypeSlot};
 use crate::sys::select::{self, Dir, Stop};
 
-/// The callbacks the resource type is registered with.
-pub static CALLBACKS: Callbacks = Callbacks {
-    dtor: on_dtor,
-    stop: on_stop,
-    down: on_down,
-};
+/// The socket resource type, registered by `load`.
+static SOCKET_TYPE: TypeSlot = TypeSlot::new();
+
+/// The ERTS callbacks of the socket resource.
+impl Kind for Socket {
+    const NAME: &'static CStr = c"nifsock_socket";
+    fn slot() -> &'static TypeSlot {
+        &SOCKET_TYPE
+    }
+    fn dtor(&self) {
+        on_dtor(self);
+    }
+    fn stop(obj: Obj<'_, Socket>, env: EnvRef, direct: bool) {
+        on_stop(obj, env, direct);
+    }
+    fn down(obj: Obj<'_, Socket>, env: EnvRef, pid: ErlNifPid, mon: ErlNifMonitor) {
+        on_down(obj, env, pid, mon);
+    }
+}
 
 /// Where a call comes from: a NIF (a process env) or an ERTS callback.
 #[derive(Clone, Copy)]
@@ -43,7 +58,7 @@ impl Ctx<'_> {
 }
 
 /// The socket term users hold: `{'$nifsock', Resource}`.
-pub fn sock_term<'a>(env: Env<'a>, obj: Obj) -> Term<'a> {
+pub fn sock_term<'a>(env: Env<'a>, obj: Obj<'_, Socket>) -> Term<'a> {
     (atoms::nifsock_tag(), obj.make_term(env)).encode(env)
 }
 
@@ -56,7 +71,7 @@ enum Notice {
     AbortClosed,
 }
 
-fn build<'a>(env: Env<'a>, obj: Obj, handle: Term<'a>, notice: Notice) -> Term<'a> {
+fn build<'a>(env: Env<'a>, obj: Obj<'_, Socket>, handle: Term<'a>, notice: Notice) -> Term<'a> {
     let sock = sock_term(env, obj);
     match notice {
         Notice::Select => (atoms::nifsock_tag(), sock, atoms::select(), handle).encode(env),
@@ -72,7 +87,7 @@ fn build<'a>(env: Env<'a>, obj: Obj, handle: Term<'a>, notice: Notice) -> Term<'
 
 fn notify(
     ctx: Ctx,
-    obj: Obj,
+    obj: Obj<'_, Socket>,
     handles: &HandleStore,
     pid: &ErlNifPid,
     handle: Saved,
@@ -80,17 +95,21 @@ fn notify(
 ) {
     match ctx {
         Ctx::Nif(env) => {
-            let h = handles.load(env, handle);
+            let Some(h) = handles.load(env, handle) else {
+                return;
+            };
             let m = build(env, obj, h, notice);
             msg::send(env, pid, m);
         }
         Ctx::Callback(raw) => {
             let Some(menv) = MsgEnv::new() else { return };
             let m = menv.with(|env| {
-                let h = handles.load(env, handle);
-                build(env, obj, h, notice).as_c_arg()
+                let h = handles.load(env, handle)?;
+                Some(build(env, obj, h, notice).as_c_arg())
             });
-            menv.send(raw, pid, m);
+            if let Some(m) = m {
+                menv.send(raw, pid, m);
+            }
         }
     }
 }
@@ -105,13 +124,13 @@ fn undefined_in(raw: EnvRef) -> rustler::sys::ErlNifTerm {
 /// registered (a later close would send it an abort no one waits for).
 pub fn wait<'a>(
     env: Env<'a>,
-    obj: Obj,
+    obj: Obj<'_, Socket>,
     sock: Term<'a>,
     dir: Dir,
     caller: &ErlNifPid,
     handle: Term<'a>,
 ) -> Result<()> {
-    let s = obj.socket();
+    let s = obj.get();
     let mut guard = s.lock();
     let st = &mut *guard;
     if st.phase != Phase::Open {
@@ -138,7 +157,7 @@ pub fn wait<'a>(
 /// select is to be armed).
 fn register(
     env: Env,
-    obj: Obj,
+    obj: Obj<'_, Socket>,
     st: &mut State,
     dir: Dir,
     caller: &ErlNifPid,
@@ -200,7 +219,7 @@ fn register(
 }
 
 /// Removes `caller` from `dir`'s waiters (a failed `wait`), handing the turn on.
-fn forget(ctx: Ctx, obj: Obj, st: &mut State, dir: Dir, caller: &ErlNifPid) {
+fn forget(ctx: Ctx, obj: Obj<'_, Socket>, st: &mut State, dir: Dir, caller: &ErlNifPid) {
     let q = st.waiters(dir);
     if q.current.as_ref().is_some_and(|w| same_pid(&w.pid, caller)) {
         if let Some(w) = q.current.take() {
@@ -215,7 +234,7 @@ fn forget(ctx: Ctx, obj: Obj, st: &mut State, dir: Dir, caller: &ErlNifPid) {
 }
 
 /// Hands the turn to the next live queued waiter with a select message.
-fn promote(ctx: Ctx, obj: Obj, st: &mut State, dir: Dir) {
+fn promote(ctx: Ctx, obj: Obj<'_, Socket>, st: &mut State, dir: Dir) {
     let State {
         readers,
         writers,
@@ -240,15 +259,15 @@ fn promote(ctx: Ctx, obj: Obj, st: &mut State, dir: Dir) {
     }
 }
 
-fn unwatch(ctx: Ctx, obj: Obj, w: &Waiter) {
+fn unwatch(ctx: Ctx, obj: Obj<'_, Socket>, w: &Waiter) {
     if let Some(m) = &w.mon {
         msg::demonitor(ctx.raw(), obj, m);
     }
 }
 
 /// `caller` completed an operation in `dir`: it no longer waits.
-pub fn done(env: Env, obj: Obj, dir: Dir, caller: &ErlNifPid) {
-    let s = obj.socket();
+pub fn done(env: Env, obj: Obj<'_, Socket>, dir: Dir, caller: &ErlNifPid) {
+    let s = obj.get();
     let mut st = s.lock();
     let q = st.waiters(dir);
     if q.current.is_none() && q.queue.is_empty() {
@@ -280,8 +299,14 @@ pub enum Cancelled {
 }
 
 /// Cancels `caller`'s wait in `dir` with `handle`.
-pub fn cancel(env: Env, obj: Obj, dir: Dir, caller: &ErlNifPid, handle: Term) -> Result<Cancelled> {
-    let s = obj.socket();
+pub fn cancel(
+    env: Env,
+    obj: Obj<'_, Socket>,
+    dir: Dir,
+    caller: &ErlNifPid,
+    handle: Term,
+) -> Result<Cancelled> {
+    let s = obj.get();
     let mut guard = s.lock();
     let st = &mut *guard;
     if st.phase != Phase::Open {
@@ -336,8 +361,8 @@ pub enum Closed {
 
 /// Closes the socket: every waiter gets an abort message, the fd leaves the
 /// poll set (STOP) and is closed exactly once.
-pub fn close(ctx: Ctx, obj: Obj) -> Result<Closed> {
-    let s = obj.socket();
+pub fn close(ctx: Ctx, obj: Obj<'_, Socket>) -> Result<Closed> {
+    let s = obj.get();
     let selected = {
         let mut st = s.lock();
         if st.phase != Phase::Open {
@@ -402,7 +427,7 @@ pub fn close(ctx: Ctx, obj: Obj) -> Result<Closed> {
 /// stay behind in its mailbox. Its select is cancelled here when still armed
 /// (then it is not told, and gets the abort). Users' nowait waits get their
 /// abort regardless, as socket sends it, and pay no cancel.
-fn told_to_retry(ctx: Ctx, obj: Obj, s: &Socket, dir: Dir, w: &Waiter) -> bool {
+fn told_to_retry(ctx: Ctx, obj: Obj<'_, Socket>, s: &Socket, dir: Dir, w: &Waiter) -> bool {
     if !w.internal {
         return false;
     }
@@ -416,8 +441,8 @@ fn told_to_retry(ctx: Ctx, obj: Obj, s: &Socket, dir: Dir, w: &Waiter) -> bool {
 }
 
 /// The blocking half of a lingering close; runs on a dirty I/O scheduler.
-pub fn finish_lingering_close(obj: Obj) {
-    let fd = obj.socket().lock().pending_close.take();
+pub fn finish_lingering_close(obj: Obj<'_, Socket>) {
+    let fd = obj.get().lock().pending_close.take();
     if let Some(fd) = fd {
         tracing::debug!(fd, op = "close", "lingering close on a dirty scheduler");
         crate::sys::syscall::close(fd);
@@ -426,8 +451,8 @@ pub fn finish_lingering_close(obj: Obj) {
     }
 }
 
-fn on_stop(obj: Obj, _env: EnvRef, direct: bool) {
-    let s = obj.socket();
+fn on_stop(obj: Obj<'_, Socket>, _env: EnvRef, direct: bool) {
+    let s = obj.get();
     if let Some(fd) = s.take_and_close_nonblocking() {
         if direct {
             // We are inside close/1 or the down callback: they take it from here.
@@ -439,8 +464,8 @@ fn on_stop(obj: Obj, _env: EnvRef, direct: bool) {
     s.lock().phase = Phase::Closed;
 }
 
-fn on_down(obj: Obj, env: EnvRef, pid: ErlNifPid, mon: ErlNifMonitor) {
-    let s = obj.socket();
+fn on_down(obj: Obj<'_, Socket>, env: EnvRef, pid: ErlNifPid, mon: ErlNifMonitor) {
+    let s = obj.get();
     let mon = Monitor::from_raw(mon);
     let ctx = Ctx::Callback(env);
     let owner_died = {
@@ -463,7 +488,7 @@ fn on_down(obj: Obj, env: EnvRef, pid: ErlNifPid, mon: ErlNifMonitor) {
     }
 }
 
-fn waiter_died(ctx: Ctx, obj: Obj, st: &mut State, pid: &ErlNifPid, mon: &Monitor) {
+fn waiter_died(ctx: Ctx, obj: Obj<'_, Socket>, st: &mut State, pid: &ErlNifPid, mon: &Monitor) {
     for dir in [Dir::Read, Dir::Write] {
         let q = st.waiters(dir);
         if q.current
@@ -472,7 +497,7 @@ fn waiter_died(ctx: Ctx, obj: Obj, st: &mut State, pid: &ErlNifPid, mon: &Monito
         {
             q.current = None;
             if st.phase == Phase::Open {
-                if let Ok(fd) = obj.socket().with_fd(|fd| fd) {
+                if let Ok(fd) = obj.get().with_fd(|fd| fd) {
                     select::cancel(ctx.raw(), obj, fd, dir, undefined_in(ctx.raw()));
                 }
                 promote(ctx, obj, st, dir);

@@ -7,10 +7,11 @@ use std::os::fd::RawFd;
 use rustler::{Binary, Encoder, Env, NewBinary, NifResult, OwnedBinary, Term};
 
 use crate::atoms;
+use crate::codec::args::{self, Mode, Sock};
+use crate::codec::reply;
 use crate::core::limits::{MAX_EXACT_LEN, MAX_READS_PER_CALL, SCRATCH_CAP, STREAM_THRESHOLD};
 use crate::error::Error;
 use crate::lifecycle;
-use crate::nif::args::{self, Mode, Sock};
 use crate::scratch_read::{self, is_would_block, ScratchRead};
 use crate::socket::{Partial, Socket};
 use crate::stats;
@@ -206,7 +207,7 @@ pub fn recv<'a>(
     let caller = args::caller(env)?;
     let peek = flags & libc::MSG_PEEK != 0;
     if len > MAX_EXACT_LEN {
-        return args::error(env, Error::Os(libc::ENOMEM));
+        return reply::error(env, Error::Os(libc::ENOMEM));
     }
     let mut partial = if peek { None } else { s.lock().partial.take() };
     // A partial read made for another length (a timed-out recv(S, N), or
@@ -248,7 +249,7 @@ pub fn recv<'a>(
                 )
             }) {
                 Ok(r) => r,
-                Err(e) => return args::error_with(env, e, partial_term(env, partial)),
+                Err(e) => return reply::error_with(env, e, partial_term(env, partial)),
             };
             match outcome {
                 Read::Complete(t, n) => {
@@ -277,11 +278,11 @@ pub fn recv<'a>(
                 }
                 Read::Eof => {
                     lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                    return args::error_with(env, Error::Closed, partial_term(env, partial));
+                    return reply::error_with(env, Error::Closed, partial_term(env, partial));
                 }
                 Read::Failed(e) => {
                     lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                    return args::error_with(env, Error::Os(e), partial_term(env, partial));
+                    return reply::error_with(env, Error::Os(e), partial_term(env, partial));
                 }
             }
         }
@@ -293,12 +294,12 @@ pub fn recv<'a>(
             // length asked for.
             match partial_term(env, partial) {
                 Some(t) => Ok((atoms::ok(), t).encode(env)),
-                None => args::error(env, Error::Timeout),
+                None => reply::error(env, Error::Timeout),
             }
         }
         Mode::Nowait => {
             if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, &caller, handle) {
-                return args::error_with(env, e, partial_term(env, partial));
+                return reply::error_with(env, e, partial_term(env, partial));
             }
             Ok(match partial_term(env, partial) {
                 Some(t) => (atoms::select(), t).encode(env),
@@ -307,7 +308,7 @@ pub fn recv<'a>(
         }
         Mode::Wait => {
             if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, &caller, handle) {
-                return args::error_with(env, e, partial_term(env, partial));
+                return reply::error_with(env, e, partial_term(env, partial));
             }
             s.lock().partial = partial;
             Ok(atoms::select().encode(env))

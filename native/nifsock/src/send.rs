@@ -4,9 +4,10 @@
 use rustler::{Encoder, Env, NifResult, Term};
 
 use crate::atoms;
+use crate::codec::args::{self, Mode, Sock};
+use crate::codec::reply;
 use crate::error::Error;
 use crate::lifecycle;
-use crate::nif::args::{self, Mode, Sock};
 use crate::socket::Socket;
 use crate::stats;
 use crate::sys::iovec::IoVec;
@@ -64,7 +65,7 @@ pub fn send<'a>(
         .with_fd(|fd| write_all(sock.s, fd, iov.entries(), flags))
     {
         Ok(s) => s,
-        Err(e) => return args::error(env, e),
+        Err(e) => return reply::error(env, e),
     };
     match sent {
         Sent::All => {
@@ -73,19 +74,19 @@ pub fn send<'a>(
         }
         Sent::Failed(e, 0) => {
             lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            args::error(env, Error::Os(e))
+            reply::error(env, Error::Os(e))
         }
         Sent::Failed(e, n) => {
             lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            args::error_with(env, Error::Os(e), Some(n.encode(env)))
+            reply::error_with(env, Error::Os(e), Some(n.encode(env)))
         }
         Sent::Partial(n) => match mode {
             Mode::Zero => Ok((atoms::more(), n).encode(env)),
             Mode::Wait | Mode::Nowait => {
                 match lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle) {
                     Ok(()) => Ok((atoms::select(), n).encode(env)),
-                    Err(e) if n == 0 => args::error(env, e),
-                    Err(e) => args::error_with(env, e, Some(n.encode(env))),
+                    Err(e) if n == 0 => reply::error(env, e),
+                    Err(e) => reply::error_with(env, e, Some(n.encode(env))),
                 }
             }
         },

@@ -4,9 +4,10 @@
 use rustler::{Encoder, Env, NifResult, Term};
 
 use crate::atoms;
+use crate::codec::args::{self, Mode, Sock};
+use crate::codec::reply;
 use crate::error::Error;
 use crate::lifecycle;
-use crate::nif::args::{self, Mode, Sock};
 use crate::socket::Socket;
 use crate::stats;
 use crate::sys::select::Dir;
@@ -78,7 +79,7 @@ pub fn sendfile<'a>(
         .with_fd(|fd| pump(sock.s, fd, file_fd, offset, count))
     {
         Ok(o) => o,
-        Err(e) => return args::error(env, e),
+        Err(e) => return reply::error(env, e),
     };
     match outcome {
         Outcome::Done(n) => {
@@ -86,14 +87,14 @@ pub fn sendfile<'a>(
             Ok((atoms::ok(), n).encode(env))
         }
         Outcome::More(n) => Ok((atoms::more(), n).encode(env)),
-        Outcome::Failed(e, 0) => args::error(env, Error::Os(e)),
-        Outcome::Failed(e, n) => args::error_with(env, Error::Os(e), Some(n.encode(env))),
+        Outcome::Failed(e, 0) => reply::error(env, Error::Os(e)),
+        Outcome::Failed(e, n) => reply::error_with(env, Error::Os(e), Some(n.encode(env))),
         Outcome::Blocked(n) => match mode {
             Mode::Zero => Ok((atoms::more(), n).encode(env)),
             Mode::Wait | Mode::Nowait => {
                 match lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle) {
                     Ok(()) => Ok((atoms::select(), n).encode(env)),
-                    Err(e) => args::error_with(env, e, Some(n.encode(env))),
+                    Err(e) => reply::error_with(env, e, Some(n.encode(env))),
                 }
             }
         },

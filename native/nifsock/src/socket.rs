@@ -12,7 +12,7 @@ use std::sync::{Mutex, MutexGuard};
 use rustler::sys::ErlNifPid;
 use rustler::OwnedBinary;
 
-use crate::addr::Family;
+use crate::core::family::Family;
 pub use crate::core::fd_cell::FdCell;
 use crate::core::gen_tcp_opts::Watermarks;
 use crate::core::limits::{SCRATCH_CAP, STREAM_THRESHOLD};

@@ -11,12 +11,13 @@ use rustler::sys::ErlNifPid;
 use rustler::{Encoder, Env, NewBinary, NifResult, Term};
 
 use crate::atoms;
+use crate::codec::args::{self, Mode, Sock};
+use crate::codec::reply;
 use crate::core::gen_tcp_opts::{self, Shape};
 use crate::core::limits::{MAX_DELIVERY_READS, MAX_EXACT_LEN};
 use crate::core::packet::{self, Bounds, Found, Packet};
 use crate::error::Error;
 use crate::lifecycle;
-use crate::nif::args::{self, Mode, Sock};
 use crate::scratch_read::{self, ScratchRead};
 use crate::socket::{Active, Phase, TcpOpts};
 use crate::stats;
@@ -277,7 +278,7 @@ pub fn set_active<'a>(
     let now = {
         let mut st = sock.s.lock();
         if st.phase != Phase::Open {
-            return args::error(env, Error::Closed);
+            return reply::error(env, Error::Closed);
         }
         let next = if let Ok(b) = value.decode::<bool>() {
             if b {
@@ -292,7 +293,7 @@ pub fn set_active<'a>(
             Active::Once
         } else if let Ok(n) = value.decode::<i32>() {
             if !(-32768..=32767).contains(&n) {
-                return args::error(env, Error::Invalid("active"));
+                return reply::error(env, Error::Invalid("active"));
             }
             // A listener counts the mode it passes on to accepted sockets.
             let listening = st.listening;
@@ -307,7 +308,7 @@ pub fn set_active<'a>(
             };
             let total = base + n;
             if total > 32767 {
-                return args::error(env, Error::Invalid("active"));
+                return reply::error(env, Error::Invalid("active"));
             }
             if total <= 0 {
                 *slot = Active::Off;
@@ -321,7 +322,7 @@ pub fn set_active<'a>(
             }
             Active::Count(total)
         } else {
-            return args::error(env, Error::Invalid("active"));
+            return reply::error(env, Error::Invalid("active"));
         };
         if st.listening {
             // A listener doesn't read: it passes the mode on to accepted sockets.
@@ -395,10 +396,10 @@ pub fn pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     let mut guard = sock.s.lock();
     let st = &mut *guard;
     if st.phase != Phase::Open {
-        return args::error(env, Error::Closed);
+        return reply::error(env, Error::Closed);
     }
     if !msg::same_pid(&st.owner, &caller) {
-        return args::error(env, Error::NotOwner);
+        return reply::error(env, Error::NotOwner);
     }
     let slot = if st.listening {
         &mut st.tcp.accept_active
@@ -445,7 +446,7 @@ pub fn send_info<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
 pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     let st = sock.s.lock();
     if st.phase != Phase::Open {
-        return args::error(env, Error::Closed);
+        return reply::error(env, Error::Closed);
     }
     let t = st.tcp;
     let active = active_term(
@@ -521,13 +522,13 @@ pub fn set_format<'a>(
         {
             None
         }
-        Err(_) => return args::error(env, Error::Invalid("send_timeout")),
+        Err(_) => return reply::error(env, Error::Invalid("send_timeout")),
     };
     let p = if let Ok(n) = packet.decode::<u64>() {
         match n {
             0 => Packet::Raw,
             1 | 2 | 4 => Packet::Len(n as u8),
-            _ => return args::error(env, Error::Invalid("packet")),
+            _ => return reply::error(env, Error::Invalid("packet")),
         }
     } else {
         match packet
@@ -537,12 +538,12 @@ pub fn set_format<'a>(
         {
             "raw" => Packet::Raw,
             "line" => Packet::Line,
-            _ => return args::error(env, Error::Invalid("packet")),
+            _ => return reply::error(env, Error::Invalid("packet")),
         }
     };
     let mut st = sock.s.lock();
     if st.phase != Phase::Open {
-        return args::error(env, Error::Closed);
+        return reply::error(env, Error::Closed);
     }
     st.tcp.keep_open = f.keep_open;
     st.tcp.packet = p;
@@ -564,13 +565,13 @@ pub fn recv<'a>(
     let (opts, mut pending) = {
         let mut st = sock.s.lock();
         if st.phase != Phase::Open {
-            return args::error(env, Error::Closed);
+            return reply::error(env, Error::Closed);
         }
         if st.tcp.active != Active::Off || (len > 0 && st.tcp.packet != Packet::Raw) {
-            return args::error(env, Error::Os(libc::EINVAL));
+            return reply::error(env, Error::Os(libc::EINVAL));
         }
         if len > MAX_EXACT_LEN {
-            return args::error(env, Error::Os(libc::ENOMEM));
+            return reply::error(env, Error::Os(libc::ENOMEM));
         }
         if st.partial.is_some() {
             // bytes of a timed-out exact recv: serve them through `pending`
@@ -613,14 +614,14 @@ pub fn recv<'a>(
                 // (`pending` was taken out of the socket); nifsock_tcp then
                 // ends the stream as at end of file.
                 drop(pending);
-                return args::error(env, Error::Os(libc::EMSGSIZE));
+                return reply::error(env, Error::Os(libc::EMSGSIZE));
             }
             Found::Incomplete => match read_into(&sock, &mut pending, rcvbuf) {
                 Read::Got(_) => {}
                 Read::WouldBlock => {
                     put_back(pending);
                     if mode == Mode::Zero {
-                        return args::error(env, Error::Timeout);
+                        return reply::error(env, Error::Timeout);
                     }
                     return match lifecycle::wait(
                         env,
@@ -631,16 +632,16 @@ pub fn recv<'a>(
                         handle,
                     ) {
                         Ok(()) => Ok(atoms::select().encode(env)),
-                        Err(e) => args::error(env, e),
+                        Err(e) => reply::error(env, e),
                     };
                 }
                 Read::Eof => {
                     put_back(pending);
-                    return args::error(env, Error::Closed);
+                    return reply::error(env, Error::Closed);
                 }
                 Read::Failed(e) => {
                     put_back(pending);
-                    return args::error(env, Error::Os(e));
+                    return reply::error(env, Error::Os(e));
                 }
             },
         }

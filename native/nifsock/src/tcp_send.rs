@@ -11,9 +11,10 @@
 use rustler::{Encoder, Env, NifResult, Term};
 
 use crate::atoms;
+use crate::codec::args::{self, Mode, Sock};
+use crate::codec::reply;
 use crate::error::Error;
 use crate::lifecycle;
-use crate::nif::args::{self, Mode, Sock};
 use crate::socket::{Phase, SendRest, Socket};
 use crate::stats;
 use crate::sys::iovec::IoVec;
@@ -28,7 +29,7 @@ pub fn timed_out<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<
     let close = {
         let mut st = sock.s.lock();
         if st.phase != Phase::Open {
-            return args::error(env, Error::Closed);
+            return reply::error(env, Error::Closed);
         }
         if st.tcp.send_timeout_close {
             true
@@ -108,7 +109,7 @@ pub fn flush<'a>(
         let mut guard = sock.s.lock();
         let st = &mut *guard;
         if st.phase != Phase::Open {
-            return args::error(env, Error::Closed);
+            return reply::error(env, Error::Closed);
         }
         let outcome = match st.send_rest.as_deref_mut() {
             None => Flushed::Drained,
@@ -129,17 +130,17 @@ pub fn flush<'a>(
         }
         Flushed::Failed(e) => {
             lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            args::error(env, Error::Os(e))
+            reply::error(env, Error::Os(e))
         }
-        Flushed::Gone => args::error(env, Error::Closed),
+        Flushed::Gone => reply::error(env, Error::Closed),
         Flushed::Blocked if mode == Mode::Zero => {
             lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            args::error(env, Error::Timeout)
+            reply::error(env, Error::Timeout)
         }
         Flushed::Blocked => {
             match lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle) {
                 Ok(()) => Ok(atoms::select().encode(env)),
-                Err(e) => args::error(env, e),
+                Err(e) => reply::error(env, e),
             }
         }
     }

@@ -4,6 +4,7 @@
 //! unit tests, so nothing here names `crate::`.
 
 pub mod errno;
+pub mod family;
 pub mod fd_cell;
 pub mod gen_tcp_opts;
 pub mod limits;

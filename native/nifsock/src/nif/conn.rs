@@ -2,12 +2,13 @@
 
 use rustler::{Atom, Encoder, Env, NifResult, Term};
 
-use crate::addr::{self, Family};
 use crate::atoms;
+use crate::codec::addr::{self, Family};
+use crate::codec::args::{Mode, Sock};
+use crate::codec::reply;
 use crate::conn;
 use crate::error::Error;
 use crate::lifecycle::{self, Closed, Ctx};
-use crate::nif::args::{self, Mode, Sock};
 use crate::sys::syscall;
 
 fn protocol(p: Term) -> Option<i32> {
@@ -28,37 +29,37 @@ fn protocol(p: Term) -> Option<i32> {
 #[rustler::nif]
 fn open<'a>(env: Env<'a>, family: Atom, ty: Atom, proto: Term<'a>) -> NifResult<Term<'a>> {
     let Some(family) = Family::from_atom(family) else {
-        return args::error(env, Error::Invalid("domain"));
+        return reply::error(env, Error::Invalid("domain"));
     };
     if ty != atoms::stream() {
-        return args::error(env, Error::Invalid("type"));
+        return reply::error(env, Error::Invalid("type"));
     }
     let Some(proto) = protocol(proto) else {
-        return args::error(env, Error::Invalid("protocol"));
+        return reply::error(env, Error::Invalid("protocol"));
     };
-    args::value(env, conn::open(env, family, proto))
+    reply::value(env, conn::open(env, family, proto))
 }
 
 #[rustler::nif]
 fn adopt(env: Env<'_>, fd: i32, dup: bool) -> NifResult<Term<'_>> {
     if fd < 0 {
-        return args::error(env, Error::Invalid("fd"));
+        return reply::error(env, Error::Invalid("fd"));
     }
-    args::value(env, conn::adopt(env, fd, dup))
+    reply::value(env, conn::adopt(env, fd, dup))
 }
 
 #[rustler::nif]
 fn bind<'a>(env: Env<'a>, sock: Sock<'a>, a: Term<'a>) -> NifResult<Term<'a>> {
     if sock.s.family == Family::Local && addr::is_ip_name(a) {
         // As socket: `any`, `loopback` and `broadcast` are IP addresses.
-        return args::error(env, Error::Os(libc::EAFNOSUPPORT));
+        return reply::error(env, Error::Os(libc::EAFNOSUPPORT));
     }
     let r = addr::decode(a, sock.s.family).and_then(|a| {
         sock.s
             .with_fd(|fd| syscall::bind(fd, &a))?
             .map_err(Error::Os)
     });
-    args::unit(env, r)
+    reply::unit(env, r)
 }
 
 #[rustler::nif]
@@ -70,7 +71,7 @@ fn listen<'a>(env: Env<'a>, sock: Sock<'a>, backlog: i32) -> NifResult<Term<'a>>
     if r.is_ok() {
         sock.s.lock().listening = true;
     }
-    args::unit(env, r)
+    reply::unit(env, r)
 }
 
 #[rustler::nif]
@@ -100,7 +101,7 @@ fn close<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     match lifecycle::close(Ctx::Nif(env), sock.obj) {
         Ok(Closed::Done) => Ok(atoms::ok().encode(env)),
         Ok(Closed::Lingering) => Ok(atoms::linger().encode(env)),
-        Err(e) => args::error(env, e),
+        Err(e) => reply::error(env, e),
     }
 }
 
@@ -125,11 +126,11 @@ pub fn shutdown_how<'a>(env: Env<'a>, sock: Sock<'a>, how: Atom) -> NifResult<Te
     } else if how == atoms::read_write() {
         libc::SHUT_RDWR
     } else {
-        return args::error(env, Error::Invalid("how"));
+        return reply::error(env, Error::Invalid("how"));
     };
     let r = sock
         .s
         .with_fd(|fd| syscall::shutdown(fd, how))
         .and_then(|r| r.map_err(Error::Os));
-    args::unit(env, r)
+    reply::unit(env, r)
 }

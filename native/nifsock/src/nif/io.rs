@@ -3,9 +3,10 @@
 use rustler::{Atom, Encoder, Env, NifResult, Term};
 
 use crate::atoms;
+use crate::codec::args::{self, Mode, Sock};
+use crate::codec::reply;
 use crate::error::Error;
 use crate::lifecycle::{self, Cancelled};
-use crate::nif::args::{self, Mode, Sock};
 use crate::sys::select::Dir;
 use crate::{recv, send, sendfile};
 
@@ -52,7 +53,7 @@ fn sendfile<'a>(
     mode: Mode,
 ) -> NifResult<Term<'a>> {
     if file_fd < 0 || offset < 0 {
-        return args::error(env, Error::Invalid("sendfile"));
+        return reply::error(env, Error::Invalid("sendfile"));
     }
     sendfile::sendfile(env, sock, file_fd, offset, count, handle, mode)
 }
@@ -65,13 +66,13 @@ fn cancel<'a>(env: Env<'a>, sock: Sock<'a>, op: Atom, handle: Term<'a>) -> NifRe
     } else if op == atoms::send() || op == atoms::connect() || op == atoms::sendfile() {
         Dir::Write
     } else {
-        return args::error(env, Error::Invalid("select_info"));
+        return reply::error(env, Error::Invalid("select_info"));
     };
     let caller = args::caller(env)?;
     match lifecycle::cancel(env, sock.obj, dir, &caller, handle) {
         Ok(Cancelled::Ok) => Ok(atoms::ok().encode(env)),
         Ok(Cancelled::SelectSent) => Ok(atoms::select_sent().encode(env)),
         Ok(Cancelled::NotFound) => Ok(atoms::not_found().encode(env)),
-        Err(e) => args::error(env, e),
+        Err(e) => reply::error(env, e),
     }
 }

@@ -2,10 +2,11 @@
 
 use rustler::{Encoder, Env, NifResult, Term};
 
-use crate::addr;
 use crate::atoms;
+use crate::codec::addr;
+use crate::codec::args::{self, Sock};
+use crate::codec::reply;
 use crate::error::Error;
-use crate::nif::args::{self, Sock};
 use crate::socket::Phase;
 use crate::stats;
 use crate::sys::env::EnvRef;
@@ -17,7 +18,7 @@ fn sockname<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
         .s
         .with_fd(syscall::sockname)
         .and_then(|r| r.map_err(Error::Os));
-    args::value(env, r.map(|a| addr::encode(env, &a)))
+    reply::value(env, r.map(|a| addr::encode(env, &a)))
 }
 
 #[rustler::nif]
@@ -26,7 +27,7 @@ fn peername<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
         .s
         .with_fd(syscall::peername)
         .and_then(|r| r.map_err(Error::Os));
-    args::value(env, r.map(|a| addr::encode(env, &a)))
+    reply::value(env, r.map(|a| addr::encode(env, &a)))
 }
 
 /// Moves ownership (and the owner monitor) to `pid`. Only the owner may.
@@ -39,17 +40,17 @@ fn controlling_process<'a>(env: Env<'a>, sock: Sock<'a>, pid: Term<'a>) -> NifRe
     let _serial = sock.s.delivery_lock();
     let mut st = sock.s.lock();
     if st.phase != Phase::Open {
-        return args::error(env, Error::Closed);
+        return reply::error(env, Error::Closed);
     }
     if !msg::same_pid(&st.owner, &caller) {
-        return args::error(env, Error::NotOwner);
+        return reply::error(env, Error::NotOwner);
     }
     if msg::same_pid(&new, &caller) {
         return Ok(atoms::ok().encode(env));
     }
     let Some(mon) = msg::monitor(EnvRef::of(env), sock.obj, &new) else {
-        return args::error(env, Error::Os(libc::ESRCH))
-            .or_else(|_| args::error(env, Error::BadArg));
+        return reply::error(env, Error::Os(libc::ESRCH))
+            .or_else(|_| reply::error(env, Error::BadArg));
     };
     if let Some(old) = st.owner_mon.replace(mon) {
         msg::demonitor(EnvRef::of(env), sock.obj, &old);
@@ -136,5 +137,8 @@ fn counter_map<'a, V: Encoder>(
 /// Process-wide counters, as a map.
 #[rustler::nif]
 fn stats(env: Env<'_>) -> NifResult<Term<'_>> {
-    counter_map(env, stats::snapshot())
+    counter_map(
+        env,
+        stats::snapshot(crate::sys::resource::alloc_size::<crate::socket::Socket>()),
+    )
 }

@@ -2,7 +2,8 @@
 
 use rustler::{Env, NifResult, Term};
 
-use crate::nif::args::{self, Mode, Sock};
+use crate::codec::args::{self, Mode, Sock};
+use crate::codec::reply;
 use crate::tcp;
 
 /// The pump's call on readiness: deliver to the owner, re-arm.
@@ -50,7 +51,7 @@ fn tcp_set_format<'a>(
 #[rustler::nif]
 fn tcp_shutdown<'a>(env: Env<'a>, sock: Sock<'a>, how: rustler::Atom) -> NifResult<Term<'a>> {
     if sock.s.lock().listening {
-        return args::error(env, crate::error::Error::Os(libc::ENOTCONN));
+        return reply::error(env, crate::error::Error::Os(libc::ENOTCONN));
     }
     crate::nif::conn::shutdown_how(env, sock, how)
 }

@@ -6,24 +6,15 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 mod atoms;
-mod closer;
 mod codec;
-mod conn;
 mod core;
 mod error;
 mod lifecycle;
 mod nif;
-mod recv;
-mod scratch_read;
-mod send;
-mod sendfile;
+mod ops;
 mod socket;
-mod sockopt;
 mod stats;
 mod sys;
-mod tcp;
-mod tcp_opts;
-mod tcp_send;
 
 use rustler::{Env, Term};
 

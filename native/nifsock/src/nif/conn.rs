@@ -6,9 +6,9 @@ use crate::atoms;
 use crate::codec::addr::{self, Family};
 use crate::codec::args::{Mode, Sock};
 use crate::codec::reply;
-use crate::conn;
 use crate::error::Error;
 use crate::lifecycle::{self, Closed, Ctx};
+use crate::ops::conn;
 use crate::sys::syscall;
 
 fn protocol(p: Term) -> Option<i32> {

@@ -7,8 +7,8 @@ use crate::codec::args::{self, Mode, Sock};
 use crate::codec::reply;
 use crate::error::Error;
 use crate::lifecycle::{self, Cancelled};
+use crate::ops::{recv, send, sendfile};
 use crate::sys::select::Dir;
-use crate::{recv, send, sendfile};
 
 #[rustler::nif]
 fn recv<'a>(

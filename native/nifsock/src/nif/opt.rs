@@ -4,7 +4,7 @@ use rustler::{Env, NifResult, Term};
 
 use crate::codec::args::Sock;
 use crate::codec::reply;
-use crate::sockopt;
+use crate::ops::sockopt;
 
 #[rustler::nif]
 fn setopt<'a>(

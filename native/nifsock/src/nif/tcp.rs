@@ -4,7 +4,7 @@ use rustler::{Env, NifResult, Term};
 
 use crate::codec::args::{self, Mode, Sock};
 use crate::codec::reply;
-use crate::tcp;
+use crate::ops::tcp;
 
 /// The pump's call on readiness: deliver to the owner, re-arm.
 #[rustler::nif]
@@ -64,19 +64,19 @@ fn tcp_ended<'a>(env: Env<'a>, sock: Sock<'a>, reset: bool) -> Term<'a> {
 /// Sets gen_tcp options kept beside the framing (`tcp_opts`).
 #[rustler::nif]
 fn tcp_setopts<'a>(env: Env<'a>, sock: Sock<'a>, opts: Term<'a>) -> NifResult<Term<'a>> {
-    crate::tcp_opts::set_opts(env, sock, opts)
+    crate::ops::tcp::opts::set_opts(env, sock, opts)
 }
 
 /// A send timed out with `rest` unsent: queue it (or close, `send_timeout_close`).
 #[rustler::nif]
 fn tcp_send_timeout<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<Term<'a>> {
-    crate::tcp_send::timed_out(env, sock, rest)
+    crate::ops::tcp::send::timed_out(env, sock, rest)
 }
 
 /// `tcp_send_timeout` for a rest too large to copy on a normal scheduler.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn tcp_send_timeout_dirty<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<Term<'a>> {
-    crate::tcp_send::timed_out(env, sock, rest)
+    crate::ops::tcp::send::timed_out(env, sock, rest)
 }
 
 /// Writes what timed-out sends left queued.
@@ -87,7 +87,7 @@ fn tcp_flush<'a>(
     handle: Term<'a>,
     mode: Mode,
 ) -> NifResult<Term<'a>> {
-    crate::tcp_send::flush(env, sock, handle, mode)
+    crate::ops::tcp::send::flush(env, sock, handle, mode)
 }
 
 #[rustler::nif]

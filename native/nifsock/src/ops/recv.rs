@@ -12,7 +12,7 @@ use crate::codec::reply;
 use crate::core::limits::{MAX_EXACT_LEN, MAX_READS_PER_CALL, SCRATCH_CAP, STREAM_THRESHOLD};
 use crate::error::Error;
 use crate::lifecycle;
-use crate::scratch_read::{self, is_would_block, ScratchRead};
+use crate::ops::scratch_read::{self, is_would_block, ScratchRead};
 use crate::socket::{Partial, Socket};
 use crate::stats;
 use crate::sys::select::Dir;

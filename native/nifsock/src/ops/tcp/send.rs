@@ -52,7 +52,7 @@ pub fn timed_out<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<
         }
     };
     if close {
-        crate::tcp::close_ended(env, sock);
+        crate::ops::tcp::close_ended(env, sock);
     }
     Ok(atoms::ok().encode(env))
 }

@@ -18,11 +18,14 @@ use crate::core::limits::{MAX_DELIVERY_READS, MAX_EXACT_LEN};
 use crate::core::packet::{self, Bounds, Found, Packet};
 use crate::error::Error;
 use crate::lifecycle;
-use crate::scratch_read::{self, ScratchRead};
+use crate::ops::scratch_read::{self, ScratchRead};
 use crate::socket::{Active, Phase, TcpOpts};
 use crate::stats;
 use crate::sys::msg;
 use crate::sys::select::Dir;
+
+pub mod opts;
+pub mod send;
 
 fn binary_term<'a>(env: Env<'a>, bytes: &[u8]) -> Term<'a> {
     let mut b = NewBinary::new(env, bytes.len());
@@ -112,11 +115,7 @@ fn tagged<'a>(env: Env<'a>, tag: rustler::Atom, sock: Term<'a>) -> Term<'a> {
 /// whose send timed out under `send_timeout_close`. Never blocks: a lingering
 /// close goes to the closer thread.
 pub fn close_ended(env: Env, sock: Sock) {
-    if let Ok(lifecycle::Closed::Lingering) = lifecycle::close(lifecycle::Ctx::Nif(env), sock.obj) {
-        if let Some(fd) = sock.s.lock().pending_close.take() {
-            crate::closer::close_later(fd);
-        }
-    }
+    lifecycle::close_never_blocking(lifecycle::Ctx::Nif(env), sock.obj);
 }
 
 /// After a passive recv saw the end of the stream (`reset`: a connection
@@ -351,7 +350,7 @@ pub fn accept<'a>(
     pump: Term<'a>,
 ) -> NifResult<Term<'a>> {
     let pump = msg::pid_of(pump).ok_or(rustler::Error::BadArg)?;
-    let r = crate::conn::accept(env, l, handle, mode)?;
+    let r = crate::ops::conn::accept(env, l, handle, mode)?;
     let Ok((ok, t)) = r.decode::<(rustler::Atom, Term<'a>)>() else {
         return Ok(r);
     };
@@ -365,7 +364,7 @@ pub fn accept<'a>(
     };
     if let Some(p) = priority {
         // Linux doesn't copy SO_PRIORITY at accept (gen_tcp's accepted sockets have it).
-        let _ = crate::sockopt::set_priority(new.s, p);
+        let _ = crate::ops::sockopt::set_priority(new.s, p);
     }
     // `buffer` ({otp, rcvbuf}), as inet's accepted sockets have the listener's.
     new.s.set_rcvbuf(l.s.rcvbuf());
@@ -483,7 +482,7 @@ pub fn get_opts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     let send_pend = st.send_rest.as_ref().map_or(0, |r| r.unsent().len());
     let mut keys: Vec<Term> = keys.iter().map(|k| k.encode(env)).collect();
     let mut vals = vals.to_vec();
-    for (k, v) in crate::tcp_opts::get(env, &t) {
+    for (k, v) in crate::ops::tcp::opts::get(env, &t) {
         keys.push(k);
         vals.push(v);
     }
@@ -593,7 +592,7 @@ pub fn recv<'a>(
             } else {
                 mode
             };
-            return crate::recv::recv(env, sock, len, 0, handle, mode);
+            return crate::ops::recv::recv(env, sock, len, 0, handle, mode);
         }
         (st.tcp, std::mem::take(&mut st.pending))
     };

@@ -28,14 +28,12 @@ pub fn wrap<'a>(
 ) -> Result<Term<'a>> {
     stats::FDS.up();
     let Some(owner) = msg::self_pid(env) else {
-        syscall::close(fd);
-        stats::FDS.down();
+        lifecycle::close_fd(fd, lifecycle::How::Unwrapped);
         return Err(Error::BadArg);
     };
     let Some(owned) = Owned::new(Socket::new(fd, family, owner, close_may_block)) else {
         // Owned::new failed before the Socket was stored: nothing else has the fd.
-        syscall::close(fd);
-        stats::FDS.down();
+        lifecycle::close_fd(fd, lifecycle::How::Unwrapped);
         return Err(Error::Os(libc::ENOMEM));
     };
     let obj = owned.obj();

@@ -18,5 +18,4 @@ mod waiters;
 
 pub use close::{close, close_fd, close_never_blocking, finish_lingering_close, Closed, How};
 pub use ctx::Ctx;
-pub use notice::sock_term;
 pub use waiters::{cancel, done, wait, Cancelled};

@@ -6,9 +6,9 @@ use crate::atoms;
 use crate::codec::addr::{self, Family};
 use crate::codec::args::{Mode, Sock};
 use crate::codec::reply;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::lifecycle::{self, Closed, Ctx};
-use crate::ops::conn;
+use crate::ops::conn::{self, Accepted, Connected};
 use crate::sys::syscall;
 
 fn protocol(p: Term) -> Option<i32> {
@@ -37,7 +37,7 @@ fn open<'a>(env: Env<'a>, family: Atom, ty: Atom, proto: Term<'a>) -> NifResult<
     let Some(proto) = protocol(proto) else {
         return reply::error(env, Error::Invalid("protocol"));
     };
-    reply::value(env, conn::open(env, family, proto))
+    reply::value(env, conn::open(env, family, proto).map(|s| s.term))
 }
 
 #[rustler::nif]
@@ -45,7 +45,7 @@ fn adopt(env: Env<'_>, fd: i32, dup: bool) -> NifResult<Term<'_>> {
     if fd < 0 {
         return reply::error(env, Error::Invalid("fd"));
     }
-    reply::value(env, conn::adopt(env, fd, dup))
+    reply::value(env, conn::adopt(env, fd, dup).map(|s| s.term))
 }
 
 #[rustler::nif]
@@ -76,7 +76,7 @@ fn listen<'a>(env: Env<'a>, sock: Sock<'a>, backlog: i32) -> NifResult<Term<'a>>
 
 #[rustler::nif]
 fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> NifResult<Term<'a>> {
-    conn::accept(env, l, handle, mode)
+    accepted(env, conn::accept(env, l, handle, mode))
 }
 
 #[rustler::nif]
@@ -87,12 +87,16 @@ fn connect<'a>(
     handle: Term<'a>,
     mode: Mode,
 ) -> NifResult<Term<'a>> {
-    conn::connect(env, sock, a, handle, mode)
+    match conn::connect(env, sock, a, handle, mode) {
+        Ok(Connected::Now) => Ok(atoms::ok().encode(env)),
+        Ok(Connected::Select) => Ok(atoms::select().encode(env)),
+        Err(e) => reply::error(env, e),
+    }
 }
 
 #[rustler::nif]
 fn connect_finish<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
-    conn::connect_finish(env, sock)
+    reply::unit(env, conn::connect_finish(env, sock))
 }
 
 /// close: `ok`, `{error, closed}`, or `linger` (call finish_close, a dirty NIF).
@@ -133,4 +137,13 @@ pub fn shutdown_how<'a>(env: Env<'a>, sock: Sock<'a>, how: Atom) -> NifResult<Te
         .with_fd(|fd| syscall::shutdown(fd, how))
         .and_then(|r| r.map_err(Error::Os));
     reply::unit(env, r)
+}
+
+/// accept's reply: `{ok, S}`, `select`, or `{error, Reason}`.
+pub(super) fn accepted<'a>(env: Env<'a>, r: Result<Accepted<'a>>) -> NifResult<Term<'a>> {
+    match r {
+        Ok(Accepted::Socket(s)) => Ok((atoms::ok(), s.term).encode(env)),
+        Ok(Accepted::Select) => Ok(atoms::select().encode(env)),
+        Err(e) => reply::error(env, e),
+    }
 }

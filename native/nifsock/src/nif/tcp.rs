@@ -103,7 +103,8 @@ fn tcp_accept<'a>(
     mode: Mode,
     pump: Term<'a>,
 ) -> NifResult<Term<'a>> {
-    tcp::accept(env, l, handle, mode, pump)
+    let r = tcp::accept(env, l, handle, mode, pump)?;
+    super::conn::accepted(env, r)
 }
 
 #[rustler::nif]

@@ -6,6 +6,7 @@ use rustler::{Encoder, Env, NifResult, Term};
 use crate::atoms;
 use crate::codec::args::{self, Mode, Sock};
 use crate::codec::reply;
+use crate::core::errno::is_would_block;
 use crate::error::Error;
 use crate::lifecycle;
 use crate::socket::Socket;
@@ -35,7 +36,7 @@ fn write_all(s: &Socket, fd: std::os::fd::RawFd, entries: &[libc::iovec], flags:
                     return Sent::Partial(written);
                 }
             }
-            Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
+            Err(e) if is_would_block(e) => {
                 stats::WRITES_EAGAIN.incr();
                 return Sent::Partial(written);
             }

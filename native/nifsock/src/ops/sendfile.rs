@@ -6,6 +6,7 @@ use rustler::{Encoder, Env, NifResult, Term};
 use crate::atoms;
 use crate::codec::args::{self, Mode, Sock};
 use crate::codec::reply;
+use crate::core::errno::is_would_block;
 use crate::error::Error;
 use crate::lifecycle;
 use crate::socket::Socket;
@@ -50,7 +51,7 @@ fn pump(s: &Socket, sock_fd: i32, file_fd: i32, mut offset: i64, count: u64) -> 
                     return Outcome::Done(sent);
                 }
             }
-            Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
+            Err(e) if is_would_block(e) => {
                 stats::WRITES_EAGAIN.incr();
                 return Outcome::Blocked(sent);
             }

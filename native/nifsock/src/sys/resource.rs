@@ -251,6 +251,21 @@ impl<T> Owned<T> {
     }
 }
 
+impl<T> Owned<T> {
+    /// A term for the object in `env`, giving up this reference: the term
+    /// keeps the object alive from now on, so the object is borrowed for as
+    /// long as the env's terms live.
+    pub fn into_term<'e>(self, env: Env<'e>) -> (Term<'e>, Obj<'e, T>) {
+        let obj = Obj {
+            ptr: self.ptr,
+            _life: PhantomData,
+        };
+        let term = obj.make_term(env);
+        drop(self);
+        (term, obj)
+    }
+}
+
 impl<T> Drop for Owned<T> {
     fn drop(&mut self) {
         // SAFETY: we hold the reference enif_alloc_resource returned; releasing it

@@ -16,8 +16,9 @@ use crate::codec::reply;
 use crate::core::gen_tcp_opts::{self, Shape};
 use crate::core::limits::{MAX_DELIVERY_READS, MAX_EXACT_LEN};
 use crate::core::packet::{self, Bounds, Found, Packet};
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::lifecycle;
+use crate::ops::conn::Accepted;
 use crate::ops::scratch_read::{self, ScratchRead};
 use crate::socket::{Active, Phase, TcpOpts};
 use crate::stats;
@@ -341,23 +342,19 @@ pub fn set_active<'a>(
 /// accept for `nifsock_tcp`: the accepted socket inherits the listener's
 /// framing and `buffer` and starts in its active mode, delivering inline what
 /// is already there (no select, no pump hop for a request that arrived with
-/// the connection).
+/// the connection). The outer error is a badarg (a bad pump pid).
 pub fn accept<'a>(
     env: Env<'a>,
     l: Sock<'a>,
     handle: Term<'a>,
     mode: Mode,
     pump: Term<'a>,
-) -> NifResult<Term<'a>> {
+) -> NifResult<Result<Accepted<'a>>> {
     let pump = msg::pid_of(pump).ok_or(rustler::Error::BadArg)?;
-    let r = crate::ops::conn::accept(env, l, handle, mode)?;
-    let Ok((ok, t)) = r.decode::<(rustler::Atom, Term<'a>)>() else {
+    let r = crate::ops::conn::accept(env, l, handle, mode);
+    let Ok(Accepted::Socket(new)) = r else {
         return Ok(r);
     };
-    if ok != atoms::ok() {
-        return Ok(r);
-    }
-    let new: Sock<'a> = t.decode()?;
     let (active, priority) = {
         let lt = l.s.lock().tcp;
         (lt.accept_active, lt.priority)
@@ -372,7 +369,7 @@ pub fn accept<'a>(
         new.s.lock().tcp.active = active;
         deliver(env, new, &pump)?;
     }
-    Ok(r)
+    Ok(Ok(Accepted::Socket(new)))
 }
 
 fn active_term<'a>(env: Env<'a>, a: Active) -> Term<'a> {

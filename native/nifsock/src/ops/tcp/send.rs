@@ -13,6 +13,7 @@ use rustler::{Encoder, Env, NifResult, Term};
 use crate::atoms;
 use crate::codec::args::{self, Mode, Sock};
 use crate::codec::reply;
+use crate::core::errno::is_would_block;
 use crate::error::Error;
 use crate::lifecycle;
 use crate::socket::{Phase, SendRest, Socket};
@@ -81,7 +82,7 @@ fn write_rest(s: &Socket, fd: std::os::fd::RawFd, rest: &mut SendRest) -> Flushe
                     return Flushed::Blocked;
                 }
             }
-            Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
+            Err(e) if is_would_block(e) => {
                 stats::WRITES_EAGAIN.incr();
                 return Flushed::Blocked;
             }

@@ -9,7 +9,6 @@ use crate::codec::reply;
 use crate::error::{Error, Result};
 use crate::lifecycle::{self, Closed, Ctx};
 use crate::ops::conn::{self, Accepted, Connected};
-use crate::sys::syscall;
 
 fn protocol(p: Term) -> Option<i32> {
     if let Ok(i) = p.decode::<i32>() {
@@ -54,24 +53,13 @@ fn bind<'a>(env: Env<'a>, sock: Sock<'a>, a: Term<'a>) -> NifResult<Term<'a>> {
         // As socket: `any`, `loopback` and `broadcast` are IP addresses.
         return reply::error(env, Error::Os(libc::EAFNOSUPPORT));
     }
-    let r = addr::decode(a, sock.s.family).and_then(|a| {
-        sock.s
-            .with_fd(|fd| syscall::bind(fd, &a))?
-            .map_err(Error::Os)
-    });
+    let r = addr::decode(a, sock.s.family).and_then(|a| conn::bind(sock, &a));
     reply::unit(env, r)
 }
 
 #[rustler::nif]
 fn listen<'a>(env: Env<'a>, sock: Sock<'a>, backlog: i32) -> NifResult<Term<'a>> {
-    let r = sock
-        .s
-        .with_fd(|fd| syscall::listen(fd, backlog))
-        .and_then(|r| r.map_err(Error::Os));
-    if r.is_ok() {
-        sock.s.lock().listening = true;
-    }
-    reply::unit(env, r)
+    reply::unit(env, conn::listen(sock, backlog))
 }
 
 #[rustler::nif]
@@ -132,11 +120,7 @@ pub fn shutdown_how<'a>(env: Env<'a>, sock: Sock<'a>, how: Atom) -> NifResult<Te
     } else {
         return reply::error(env, Error::Invalid("how"));
     };
-    let r = sock
-        .s
-        .with_fd(|fd| syscall::shutdown(fd, how))
-        .and_then(|r| r.map_err(Error::Os));
-    reply::unit(env, r)
+    reply::unit(env, conn::shutdown(sock, how))
 }
 
 /// accept's reply: `{ok, S}`, `select`, or `{error, Reason}`.

@@ -10,7 +10,7 @@ use crate::ops::tcp;
 #[rustler::nif]
 fn tcp_deliver<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     let pump = args::caller(env)?;
-    tcp::deliver(env, sock, &pump)
+    tcp::active::deliver(env, sock, &pump)
 }
 
 #[rustler::nif]
@@ -20,7 +20,7 @@ fn tcp_set_active<'a>(
     value: Term<'a>,
     pump: Term<'a>,
 ) -> NifResult<Term<'a>> {
-    tcp::set_active(env, sock, value, pump)
+    tcp::active::set_active(env, sock, value, pump)
 }
 
 // One argument per format option, as nifsock_tcp keeps them: decoded here.
@@ -36,13 +36,13 @@ fn tcp_set_format<'a>(
     keep_open: bool,
     line_delimiter: u8,
 ) -> NifResult<Term<'a>> {
-    let format = tcp::Format {
+    let format = tcp::format::Format {
         packet_size,
         list,
         keep_open,
         line_delimiter,
     };
-    tcp::set_format(env, sock, packet, send_timeout, format)
+    tcp::format::set_format(env, sock, packet, send_timeout, format)
 }
 
 /// shutdown/2 for `nifsock_tcp`: as gen_tcp, a listening socket is not
@@ -103,18 +103,18 @@ fn tcp_accept<'a>(
     mode: Mode,
     pump: Term<'a>,
 ) -> NifResult<Term<'a>> {
-    let r = tcp::accept(env, l, handle, mode, pump)?;
+    let r = tcp::accept::accept(env, l, handle, mode, pump)?;
     super::conn::accepted(env, r)
 }
 
 #[rustler::nif]
 fn tcp_send_info<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
-    tcp::send_info(env, sock)
+    tcp::format::send_info(env, sock)
 }
 
 #[rustler::nif]
 fn tcp_getopts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
-    tcp::get_opts(env, sock)
+    tcp::format::get_opts(env, sock)
 }
 
 #[rustler::nif]
@@ -125,11 +125,11 @@ fn tcp_recv<'a>(
     handle: Term<'a>,
     mode: Mode,
 ) -> NifResult<Term<'a>> {
-    tcp::recv(env, sock, len, handle, mode)
+    tcp::recv::recv(env, sock, len, handle, mode)
 }
 
 /// controlling_process's first step: passive now, `{ok, ModeToRestore}`.
 #[rustler::nif]
 fn tcp_pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
-    tcp::pause(env, sock)
+    tcp::active::pause(env, sock)
 }

@@ -3,6 +3,7 @@
 use std::os::fd::RawFd;
 
 use rustler::{Encoder, Env, Term};
+use socket2::SockAddr;
 
 use crate::atoms;
 use crate::codec::args::{Mode, Sock};
@@ -181,4 +182,27 @@ pub fn connect_finish<'a>(env: Env<'a>, sock: Sock<'a>) -> Result<()> {
         0 => Ok(()),
         e => Err(Error::Os(e)),
     }
+}
+
+/// bind(2).
+pub fn bind(sock: Sock, a: &SockAddr) -> Result<()> {
+    sock.s
+        .with_fd(|fd| syscall::bind(fd, a))?
+        .map_err(Error::Os)
+}
+
+/// listen(2); the socket is a listener from now on.
+pub fn listen(sock: Sock, backlog: i32) -> Result<()> {
+    sock.s
+        .with_fd(|fd| syscall::listen(fd, backlog))?
+        .map_err(Error::Os)?;
+    sock.s.lock().listening = true;
+    Ok(())
+}
+
+/// shutdown(2); `how` is SHUT_RD, SHUT_WR or SHUT_RDWR.
+pub fn shutdown(sock: Sock, how: i32) -> Result<()> {
+    sock.s
+        .with_fd(|fd| syscall::shutdown(fd, how))?
+        .map_err(Error::Os)
 }

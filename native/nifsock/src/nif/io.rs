@@ -39,7 +39,13 @@ fn send<'a>(
     mode: Mode,
 ) -> NifResult<Term<'a>> {
     let flags = args::msg_flags(flags)?;
-    send::send(env, sock, iov, flags, handle, mode)
+    match send::send(env, sock, iov, flags, handle, mode) {
+        Ok(send::Outcome::All) => Ok(atoms::ok().encode(env)),
+        Ok(send::Outcome::Select(n)) => Ok((atoms::select(), n).encode(env)),
+        Ok(send::Outcome::More(n)) => Ok((atoms::more(), n).encode(env)),
+        Err((e, 0)) => reply::error(env, e),
+        Err((e, n)) => reply::error_with(env, e, Some(n.encode(env))),
+    }
 }
 
 #[rustler::nif]
@@ -55,7 +61,13 @@ fn sendfile<'a>(
     if file_fd < 0 || offset < 0 {
         return reply::error(env, Error::Invalid("sendfile"));
     }
-    sendfile::sendfile(env, sock, file_fd, offset, count, handle, mode)
+    match sendfile::sendfile(env, sock, file_fd, offset, count, handle, mode) {
+        Ok(sendfile::Outcome::Done(n)) => Ok((atoms::ok(), n).encode(env)),
+        Ok(sendfile::Outcome::More(n)) => Ok((atoms::more(), n).encode(env)),
+        Ok(sendfile::Outcome::Select(n)) => Ok((atoms::select(), n).encode(env)),
+        Err((e, None)) => reply::error(env, e),
+        Err((e, Some(n))) => reply::error_with(env, e, Some(n.encode(env))),
+    }
 }
 
 /// cancel(S, Op, Handle): `ok`, `select_sent` (flush the message), `not_found`, `{error, closed}`.

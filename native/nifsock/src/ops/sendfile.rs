@@ -1,22 +1,21 @@
 //! sendfile(2) from an open file to the socket, non-blocking: on EAGAIN the
 //! caller waits for writability (a select), never a scheduler.
 
-use rustler::{Encoder, Env, NifResult, Term};
+use rustler::{Env, Term};
 
-use crate::atoms;
-use crate::codec::args::{self, Mode, Sock};
-use crate::codec::reply;
+use crate::codec::args::{Mode, Sock};
 use crate::core::errno::is_would_block;
 use crate::error::Error;
 use crate::lifecycle;
 use crate::socket::Socket;
 use crate::stats;
+use crate::sys::msg;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
 
 use crate::core::limits::{SENDFILE_CHUNK as CHUNK, SENDFILE_MAX_CALLS as MAX_CALLS};
 
-enum Outcome {
+enum Pumped {
     /// Count reached or end of file.
     Done(u64),
     /// The socket buffer is full: wait for writability.
@@ -26,7 +25,7 @@ enum Outcome {
     Failed(i32, u64),
 }
 
-fn pump(s: &Socket, sock_fd: i32, file_fd: i32, mut offset: i64, count: u64) -> Outcome {
+fn pump(s: &Socket, sock_fd: i32, file_fd: i32, mut offset: i64, count: u64) -> Pumped {
     let mut sent: u64 = 0;
     for _ in 0..MAX_CALLS {
         let want = if count == 0 {
@@ -35,7 +34,7 @@ fn pump(s: &Socket, sock_fd: i32, file_fd: i32, mut offset: i64, count: u64) -> 
             (count - sent).min(CHUNK as u64)
         };
         if want == 0 {
-            return Outcome::Done(sent);
+            return Pumped::Done(sent);
         }
         match syscall::sendfile(
             sock_fd,
@@ -43,28 +42,40 @@ fn pump(s: &Socket, sock_fd: i32, file_fd: i32, mut offset: i64, count: u64) -> 
             &mut offset,
             usize::try_from(want).unwrap_or(CHUNK),
         ) {
-            Ok(0) => return Outcome::Done(sent),
+            Ok(0) => return Pumped::Done(sent),
             Ok(n) => {
                 s.count_write(n);
                 sent += n as u64;
                 if count != 0 && sent >= count {
-                    return Outcome::Done(sent);
+                    return Pumped::Done(sent);
                 }
             }
             Err(e) if is_would_block(e) => {
                 stats::WRITES_EAGAIN.incr();
-                return Outcome::Blocked(sent);
+                return Pumped::Blocked(sent);
             }
             Err(libc::EINTR) => {}
-            Err(e) => return Outcome::Failed(e, sent),
+            Err(e) => return Pumped::Failed(e, sent),
         }
     }
-    Outcome::More(sent)
+    Pumped::More(sent)
 }
 
-/// sendfile(Sock, FileFd, Offset, Count, Handle, Mode): `{ok, Sent}` (done),
-/// `{more, Sent}` (call again), `{select, Sent}` (wait for the select message),
-/// `{error, R}` or `{error, {R, Sent}}`.
+/// What a sendfile call did (each with the bytes sent by it).
+pub enum Outcome {
+    /// Count reached or end of file.
+    Done(u64),
+    /// Call again (yielding to Erlang between calls).
+    More(u64),
+    /// A select is armed: call again after its message.
+    Select(u64),
+}
+
+/// A failed sendfile: the reason, and the bytes sent before it when the
+/// reply carries them (`{error, {R, Sent}}`).
+pub type Failed = (Error, Option<u64>);
+
+/// sendfile(Sock, FileFd, Offset, Count, Handle, Mode).
 pub fn sendfile<'a>(
     env: Env<'a>,
     sock: Sock<'a>,
@@ -73,30 +84,26 @@ pub fn sendfile<'a>(
     count: u64,
     handle: Term<'a>,
     mode: Mode,
-) -> NifResult<Term<'a>> {
-    let caller = args::caller(env)?;
-    let outcome = match sock
+) -> Result<Outcome, Failed> {
+    let caller = msg::self_pid(env).ok_or((Error::BadArg, None))?;
+    let pumped = sock
         .s
         .with_fd(|fd| pump(sock.s, fd, file_fd, offset, count))
-    {
-        Ok(o) => o,
-        Err(e) => return reply::error(env, e),
-    };
-    match outcome {
-        Outcome::Done(n) => {
+        .map_err(|e| (e, None))?;
+    match pumped {
+        Pumped::Done(n) => {
             lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            Ok((atoms::ok(), n).encode(env))
+            Ok(Outcome::Done(n))
         }
-        Outcome::More(n) => Ok((atoms::more(), n).encode(env)),
-        Outcome::Failed(e, 0) => reply::error(env, Error::Os(e)),
-        Outcome::Failed(e, n) => reply::error_with(env, Error::Os(e), Some(n.encode(env))),
-        Outcome::Blocked(n) => match mode {
-            Mode::Zero => Ok((atoms::more(), n).encode(env)),
+        Pumped::More(n) => Ok(Outcome::More(n)),
+        Pumped::Failed(e, 0) => Err((Error::Os(e), None)),
+        Pumped::Failed(e, n) => Err((Error::Os(e), Some(n))),
+        Pumped::Blocked(n) => match mode {
+            Mode::Zero => Ok(Outcome::More(n)),
             Mode::Wait | Mode::Nowait => {
-                match lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle) {
-                    Ok(()) => Ok((atoms::select(), n).encode(env)),
-                    Err(e) => reply::error_with(env, e, Some(n.encode(env))),
-                }
+                lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle)
+                    .map_err(|e| (e, Some(n)))?;
+                Ok(Outcome::Select(n))
             }
         },
     }

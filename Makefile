@@ -13,6 +13,10 @@ test-rust: setup
 	cargo test --release -p nifsock_unit
 	cargo clippy --release --workspace --all-targets -- -D warnings
 	cargo fmt --all -- --check
+	scripts/check-layers
+	@echo "layer greps: crate::nif outside nif/, crate:: other than sys in sys/"
+	@! grep -rn 'crate::nif' native/nifsock/src | grep -v 'src/nif/'
+	@! grep -rn 'use crate::' native/nifsock/src/sys | grep -v 'crate::sys'
 
 test-erlang: build
 	rebar3 ct

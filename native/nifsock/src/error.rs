@@ -5,7 +5,7 @@
 use rustler::{Encoder, Env, Term};
 
 use crate::atoms;
-use crate::errno;
+use crate::core::errno;
 
 /// Why an operation failed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

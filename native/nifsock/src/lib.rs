@@ -2,41 +2,53 @@
 //! hops and bytes held per connection. This file is the NIF library's entry:
 //! it registers the socket resource type and, when `NIFSOCK_LOG` is set,
 //! a tracing subscriber on stderr.
+//!
+//! # Module map
+//!
+//! Imports run one way, `nif -> ops -> lifecycle -> socket -> sys`; above
+//! `sys/` anything may use `core/`, `codec/`, `atoms`, `error` and `stats`
+//! (`codec` sits beside `lifecycle`). `core/` and `sys/` import only
+//! themselves. `scripts/check-layers` (run by `make test-rust`) fails on an
+//! import cycle or an import against this order.
+//!
+//! - `nif/`: the `#[rustler::nif]` functions: decode, call `ops`, encode.
+//! - `ops/`: one file per operation: `conn` (open, adopt, bind, listen,
+//!   accept4, connect, shutdown), `recv` + `scratch_read`, `send` (writev),
+//!   `sendfile`, `sockopt` (the IP_TOS/SO_PRIORITY rule), `owner`
+//!   (controlling_process, info, names); `ops/tcp/` the gen_tcp layer
+//!   (`active` delivery, framed `recv`, `accept`, `format`, `opts`, `send`).
+//! - `lifecycle/`: `waiters` (arm, queue, promote, done, cancel), `close`
+//!   (the close protocol, the linger rule, `close_fd`), `closer` (the closer
+//!   thread), `callbacks` (ERTS stop, down = owner death, dtor), `notice`
+//!   (select/abort messages), `ctx`.
+//! - `socket/`: the resource's state (`Socket`, `State`, `Phase`, waiters,
+//!   partial reads); `socket/tcp.rs` the gen_tcp layer's (`Active`, `TcpOpts`).
+//! - `codec/`: terms <-> Rust: argument decoders (`args`), addresses, replies.
+//! - `core/`: pure Rust, unit-tested by `native/nifsock_unit`: errno names,
+//!   family, fd cell, option table, packet framing, scratch buffer, traffic
+//!   counters, unix paths, `limits` (the tuning constants).
+//! - `sys/`: the only `unsafe`: a generic resource type (`Kind`, `Owned<T>`,
+//!   `Obj<'a, T>`), selects, monitors and messages, saved handles, iovecs,
+//!   and the system calls (through socket2 and nix where they have them).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
-pub mod addr;
-pub mod atoms;
-pub mod closer;
-pub mod conn;
-pub mod errno;
-pub mod error;
-pub mod fd_cell;
-pub mod gen_tcp_opts;
-pub mod lifecycle;
-pub mod nif;
-pub mod opts;
-pub mod packet;
-pub mod recv;
-pub mod scratch;
-pub mod scratch_read;
-pub mod send;
-pub mod sendfile;
-pub mod socket;
-pub mod sockopt;
-pub mod stats;
-pub mod sys;
-pub mod tcp;
-pub mod tcp_opts;
-pub mod tcp_send;
-pub mod traffic;
-pub mod unix_path;
+mod atoms;
+mod codec;
+mod core;
+mod error;
+mod lifecycle;
+mod nif;
+mod ops;
+mod socket;
+mod stats;
+mod sys;
 
 use rustler::{Env, Term};
 
 fn load(env: Env, _info: Term) -> bool {
     init_tracing();
-    sys::resource::register(env, &lifecycle::CALLBACKS)
+    sys::resource::register::<socket::Socket>(env)
 }
 
 /// A stderr subscriber, only when NIFSOCK_LOG is set (e.g. `debug`,

@@ -86,8 +86,9 @@ pub static SETSOCKOPTS: Counter = Counter::new();
 /// getsockopt calls made.
 pub static GETSOCKOPTS: Counter = Counter::new();
 
-/// All counters by name, for `nifsock:info/0`.
-pub fn snapshot() -> Vec<(&'static str, i64)> {
+/// All counters by name, for `nifsock:info/0`; `object_bytes` is the size of
+/// one socket resource object (ERTS counts it as binary memory).
+pub fn snapshot(object_bytes: usize) -> Vec<(&'static str, i64)> {
     let c = |c: &Counter| i64::try_from(c.get()).unwrap_or(i64::MAX);
     vec![
         ("sockets", SOCKETS.get()),
@@ -112,7 +113,7 @@ pub fn snapshot() -> Vec<(&'static str, i64)> {
         // ERTS counts resource objects as binary memory: this is ours, per socket.
         (
             "socket_object_bytes",
-            i64::try_from(crate::sys::resource::ALLOC_SIZE).unwrap_or(0),
+            i64::try_from(object_bytes).unwrap_or(0),
         ),
     ]
 }

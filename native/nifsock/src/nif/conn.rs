@@ -2,13 +2,13 @@
 
 use rustler::{Atom, Encoder, Env, NifResult, Term};
 
-use crate::addr::{self, Family};
 use crate::atoms;
-use crate::conn;
-use crate::error::Error;
+use crate::codec::addr::{self, Family};
+use crate::codec::args::{Mode, Sock};
+use crate::codec::reply;
+use crate::error::{Error, Result};
 use crate::lifecycle::{self, Closed, Ctx};
-use crate::nif::args::{self, Mode, Sock};
-use crate::sys::syscall;
+use crate::ops::conn::{self, Accepted, Connected};
 
 fn protocol(p: Term) -> Option<i32> {
     if let Ok(i) = p.decode::<i32>() {
@@ -28,54 +28,43 @@ fn protocol(p: Term) -> Option<i32> {
 #[rustler::nif]
 fn open<'a>(env: Env<'a>, family: Atom, ty: Atom, proto: Term<'a>) -> NifResult<Term<'a>> {
     let Some(family) = Family::from_atom(family) else {
-        return args::error(env, Error::Invalid("domain"));
+        return reply::error(env, Error::Invalid("domain"));
     };
     if ty != atoms::stream() {
-        return args::error(env, Error::Invalid("type"));
+        return reply::error(env, Error::Invalid("type"));
     }
     let Some(proto) = protocol(proto) else {
-        return args::error(env, Error::Invalid("protocol"));
+        return reply::error(env, Error::Invalid("protocol"));
     };
-    args::value(env, conn::open(env, family, proto))
+    reply::value(env, conn::open(env, family, proto).map(|s| s.term))
 }
 
 #[rustler::nif]
 fn adopt(env: Env<'_>, fd: i32, dup: bool) -> NifResult<Term<'_>> {
     if fd < 0 {
-        return args::error(env, Error::Invalid("fd"));
+        return reply::error(env, Error::Invalid("fd"));
     }
-    args::value(env, conn::adopt(env, fd, dup))
+    reply::value(env, conn::adopt(env, fd, dup).map(|s| s.term))
 }
 
 #[rustler::nif]
 fn bind<'a>(env: Env<'a>, sock: Sock<'a>, a: Term<'a>) -> NifResult<Term<'a>> {
     if sock.s.family == Family::Local && addr::is_ip_name(a) {
         // As socket: `any`, `loopback` and `broadcast` are IP addresses.
-        return args::error(env, Error::Os(libc::EAFNOSUPPORT));
+        return reply::error(env, Error::Os(libc::EAFNOSUPPORT));
     }
-    let r = addr::decode(a, sock.s.family).and_then(|a| {
-        sock.s
-            .with_fd(|fd| syscall::bind(fd, &a))?
-            .map_err(Error::Os)
-    });
-    args::unit(env, r)
+    let r = addr::decode(a, sock.s.family).and_then(|a| conn::bind(sock, &a));
+    reply::unit(env, r)
 }
 
 #[rustler::nif]
 fn listen<'a>(env: Env<'a>, sock: Sock<'a>, backlog: i32) -> NifResult<Term<'a>> {
-    let r = sock
-        .s
-        .with_fd(|fd| syscall::listen(fd, backlog))
-        .and_then(|r| r.map_err(Error::Os));
-    if r.is_ok() {
-        sock.s.lock().listening = true;
-    }
-    args::unit(env, r)
+    reply::unit(env, conn::listen(sock, backlog))
 }
 
 #[rustler::nif]
 fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> NifResult<Term<'a>> {
-    conn::accept(env, l, handle, mode)
+    accepted(env, conn::accept(env, l, handle, mode))
 }
 
 #[rustler::nif]
@@ -86,12 +75,16 @@ fn connect<'a>(
     handle: Term<'a>,
     mode: Mode,
 ) -> NifResult<Term<'a>> {
-    conn::connect(env, sock, a, handle, mode)
+    match conn::connect(env, sock, a, handle, mode) {
+        Ok(Connected::Now) => Ok(atoms::ok().encode(env)),
+        Ok(Connected::Select) => Ok(atoms::select().encode(env)),
+        Err(e) => reply::error(env, e),
+    }
 }
 
 #[rustler::nif]
 fn connect_finish<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
-    conn::connect_finish(env, sock)
+    reply::unit(env, conn::connect_finish(env, sock))
 }
 
 /// close: `ok`, `{error, closed}`, or `linger` (call finish_close, a dirty NIF).
@@ -100,7 +93,7 @@ fn close<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     match lifecycle::close(Ctx::Nif(env), sock.obj) {
         Ok(Closed::Done) => Ok(atoms::ok().encode(env)),
         Ok(Closed::Lingering) => Ok(atoms::linger().encode(env)),
-        Err(e) => args::error(env, e),
+        Err(e) => reply::error(env, e),
     }
 }
 
@@ -125,11 +118,16 @@ pub fn shutdown_how<'a>(env: Env<'a>, sock: Sock<'a>, how: Atom) -> NifResult<Te
     } else if how == atoms::read_write() {
         libc::SHUT_RDWR
     } else {
-        return args::error(env, Error::Invalid("how"));
+        return reply::error(env, Error::Invalid("how"));
     };
-    let r = sock
-        .s
-        .with_fd(|fd| syscall::shutdown(fd, how))
-        .and_then(|r| r.map_err(Error::Os));
-    args::unit(env, r)
+    reply::unit(env, conn::shutdown(sock, how))
+}
+
+/// accept's reply: `{ok, S}`, `select`, or `{error, Reason}`.
+pub(super) fn accepted<'a>(env: Env<'a>, r: Result<Accepted<'a>>) -> NifResult<Term<'a>> {
+    match r {
+        Ok(Accepted::Socket(s)) => Ok((atoms::ok(), s.term).encode(env)),
+        Ok(Accepted::Select) => Ok(atoms::select().encode(env)),
+        Err(e) => reply::error(env, e),
+    }
 }

@@ -3,11 +3,12 @@
 use rustler::{Atom, Encoder, Env, NifResult, Term};
 
 use crate::atoms;
+use crate::codec::args::{self, Mode, Sock};
+use crate::codec::reply;
 use crate::error::Error;
 use crate::lifecycle::{self, Cancelled};
-use crate::nif::args::{self, Mode, Sock};
+use crate::ops::{recv, send, sendfile};
 use crate::sys::select::Dir;
-use crate::{recv, send, sendfile};
 
 #[rustler::nif]
 fn recv<'a>(
@@ -38,7 +39,13 @@ fn send<'a>(
     mode: Mode,
 ) -> NifResult<Term<'a>> {
     let flags = args::msg_flags(flags)?;
-    send::send(env, sock, iov, flags, handle, mode)
+    match send::send(env, sock, iov, flags, handle, mode) {
+        Ok(send::Outcome::All) => Ok(atoms::ok().encode(env)),
+        Ok(send::Outcome::Select(n)) => Ok((atoms::select(), n).encode(env)),
+        Ok(send::Outcome::More(n)) => Ok((atoms::more(), n).encode(env)),
+        Err((e, 0)) => reply::error(env, e),
+        Err((e, n)) => reply::error_with(env, e, Some(n.encode(env))),
+    }
 }
 
 #[rustler::nif]
@@ -52,9 +59,15 @@ fn sendfile<'a>(
     mode: Mode,
 ) -> NifResult<Term<'a>> {
     if file_fd < 0 || offset < 0 {
-        return args::error(env, Error::Invalid("sendfile"));
+        return reply::error(env, Error::Invalid("sendfile"));
     }
-    sendfile::sendfile(env, sock, file_fd, offset, count, handle, mode)
+    match sendfile::sendfile(env, sock, file_fd, offset, count, handle, mode) {
+        Ok(sendfile::Outcome::Done(n)) => Ok((atoms::ok(), n).encode(env)),
+        Ok(sendfile::Outcome::More(n)) => Ok((atoms::more(), n).encode(env)),
+        Ok(sendfile::Outcome::Select(n)) => Ok((atoms::select(), n).encode(env)),
+        Err((e, None)) => reply::error(env, e),
+        Err((e, Some(n))) => reply::error_with(env, e, Some(n.encode(env))),
+    }
 }
 
 /// cancel(S, Op, Handle): `ok`, `select_sent` (flush the message), `not_found`, `{error, closed}`.
@@ -65,13 +78,13 @@ fn cancel<'a>(env: Env<'a>, sock: Sock<'a>, op: Atom, handle: Term<'a>) -> NifRe
     } else if op == atoms::send() || op == atoms::connect() || op == atoms::sendfile() {
         Dir::Write
     } else {
-        return args::error(env, Error::Invalid("select_info"));
+        return reply::error(env, Error::Invalid("select_info"));
     };
     let caller = args::caller(env)?;
     match lifecycle::cancel(env, sock.obj, dir, &caller, handle) {
         Ok(Cancelled::Ok) => Ok(atoms::ok().encode(env)),
         Ok(Cancelled::SelectSent) => Ok(atoms::select_sent().encode(env)),
         Ok(Cancelled::NotFound) => Ok(atoms::not_found().encode(env)),
-        Err(e) => args::error(env, e),
+        Err(e) => reply::error(env, e),
     }
 }

@@ -1,6 +1,5 @@
 //! The `#[rustler::nif]` entry points of `nifsock_nif`: decode, call, encode.
 
-pub mod args;
 pub mod conn;
 pub mod io;
 pub mod misc;

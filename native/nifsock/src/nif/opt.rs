@@ -2,8 +2,9 @@
 
 use rustler::{Env, NifResult, Term};
 
-use crate::nif::args::{self, Sock};
-use crate::sockopt;
+use crate::codec::args::Sock;
+use crate::codec::reply;
+use crate::ops::sockopt;
 
 #[rustler::nif]
 fn setopt<'a>(
@@ -14,7 +15,7 @@ fn setopt<'a>(
     value: Term<'a>,
 ) -> NifResult<Term<'a>> {
     let r = sockopt::target(level, name).and_then(|t| sockopt::set(sock.s, t, value));
-    args::unit(env, r)
+    reply::unit(env, r)
 }
 
 #[rustler::nif]
@@ -25,5 +26,5 @@ fn getopt<'a>(
     name: Term<'a>,
 ) -> NifResult<Term<'a>> {
     let r = sockopt::target(level, name).and_then(|t| sockopt::get(env, sock.s, t));
-    args::value(env, r)
+    reply::value(env, r)
 }

@@ -2,14 +2,15 @@
 
 use rustler::{Env, NifResult, Term};
 
-use crate::nif::args::{self, Mode, Sock};
-use crate::tcp;
+use crate::codec::args::{self, Mode, Sock};
+use crate::codec::reply;
+use crate::ops::tcp;
 
 /// The pump's call on readiness: deliver to the owner, re-arm.
 #[rustler::nif]
 fn tcp_deliver<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     let pump = args::caller(env)?;
-    tcp::deliver(env, sock, &pump)
+    tcp::active::deliver(env, sock, &pump)
 }
 
 #[rustler::nif]
@@ -19,7 +20,7 @@ fn tcp_set_active<'a>(
     value: Term<'a>,
     pump: Term<'a>,
 ) -> NifResult<Term<'a>> {
-    tcp::set_active(env, sock, value, pump)
+    tcp::active::set_active(env, sock, value, pump)
 }
 
 // One argument per format option, as nifsock_tcp keeps them: decoded here.
@@ -35,13 +36,13 @@ fn tcp_set_format<'a>(
     keep_open: bool,
     line_delimiter: u8,
 ) -> NifResult<Term<'a>> {
-    let format = tcp::Format {
+    let format = tcp::format::Format {
         packet_size,
         list,
         keep_open,
         line_delimiter,
     };
-    tcp::set_format(env, sock, packet, send_timeout, format)
+    tcp::format::set_format(env, sock, packet, send_timeout, format)
 }
 
 /// shutdown/2 for `nifsock_tcp`: as gen_tcp, a listening socket is not
@@ -50,7 +51,7 @@ fn tcp_set_format<'a>(
 #[rustler::nif]
 fn tcp_shutdown<'a>(env: Env<'a>, sock: Sock<'a>, how: rustler::Atom) -> NifResult<Term<'a>> {
     if sock.s.lock().listening {
-        return args::error(env, crate::error::Error::Os(libc::ENOTCONN));
+        return reply::error(env, crate::error::Error::Os(libc::ENOTCONN));
     }
     crate::nif::conn::shutdown_how(env, sock, how)
 }
@@ -63,19 +64,19 @@ fn tcp_ended<'a>(env: Env<'a>, sock: Sock<'a>, reset: bool) -> Term<'a> {
 /// Sets gen_tcp options kept beside the framing (`tcp_opts`).
 #[rustler::nif]
 fn tcp_setopts<'a>(env: Env<'a>, sock: Sock<'a>, opts: Term<'a>) -> NifResult<Term<'a>> {
-    crate::tcp_opts::set_opts(env, sock, opts)
+    crate::ops::tcp::opts::set_opts(env, sock, opts)
 }
 
 /// A send timed out with `rest` unsent: queue it (or close, `send_timeout_close`).
 #[rustler::nif]
 fn tcp_send_timeout<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<Term<'a>> {
-    crate::tcp_send::timed_out(env, sock, rest)
+    crate::ops::tcp::send::timed_out(env, sock, rest)
 }
 
 /// `tcp_send_timeout` for a rest too large to copy on a normal scheduler.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn tcp_send_timeout_dirty<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<Term<'a>> {
-    crate::tcp_send::timed_out(env, sock, rest)
+    crate::ops::tcp::send::timed_out(env, sock, rest)
 }
 
 /// Writes what timed-out sends left queued.
@@ -86,7 +87,7 @@ fn tcp_flush<'a>(
     handle: Term<'a>,
     mode: Mode,
 ) -> NifResult<Term<'a>> {
-    crate::tcp_send::flush(env, sock, handle, mode)
+    crate::ops::tcp::send::flush(env, sock, handle, mode)
 }
 
 #[rustler::nif]
@@ -102,17 +103,18 @@ fn tcp_accept<'a>(
     mode: Mode,
     pump: Term<'a>,
 ) -> NifResult<Term<'a>> {
-    tcp::accept(env, l, handle, mode, pump)
+    let r = tcp::accept::accept(env, l, handle, mode, pump)?;
+    super::conn::accepted(env, r)
 }
 
 #[rustler::nif]
 fn tcp_send_info<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
-    tcp::send_info(env, sock)
+    tcp::format::send_info(env, sock)
 }
 
 #[rustler::nif]
 fn tcp_getopts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
-    tcp::get_opts(env, sock)
+    tcp::format::get_opts(env, sock)
 }
 
 #[rustler::nif]
@@ -123,11 +125,11 @@ fn tcp_recv<'a>(
     handle: Term<'a>,
     mode: Mode,
 ) -> NifResult<Term<'a>> {
-    tcp::recv(env, sock, len, handle, mode)
+    tcp::recv::recv(env, sock, len, handle, mode)
 }
 
 /// controlling_process's first step: passive now, `{ok, ModeToRestore}`.
 #[rustler::nif]
 fn tcp_pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
-    tcp::pause(env, sock)
+    tcp::active::pause(env, sock)
 }

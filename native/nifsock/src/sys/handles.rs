@@ -6,19 +6,39 @@
 //! references, with `nowait`) are copied into one env per socket, allocated on
 //! the first such wait and freed whenever no one waits, so an idle socket holds
 //! no env.
+//!
+//! A [`Saved`] can't be used past the store's `clear`: each one carries the
+//! store's epoch (0 for immediates, valid in every env), `clear` starts a new
+//! epoch, and `load`/`equals` refuse a handle of an older one, so a waiter
+//! kept by mistake past a clear is a lost message, never a read of freed memory.
 
 use rustler::sys::{enif_alloc_env, enif_free_env, enif_make_copy, ErlNifEnv, ErlNifTerm};
 use rustler::{Env, Term};
 
-/// A term saved in a [`HandleStore`]; valid until the store is cleared.
+/// A term saved in a [`HandleStore`], and the store epoch it belongs to.
+/// Packed to 12 bytes so a waiter holding one stays the size it was.
 #[derive(Clone, Copy, Debug)]
-pub struct Saved(ErlNifTerm);
+#[repr(C, packed(4))]
+pub struct Saved {
+    term: ErlNifTerm,
+    epoch: u32,
+}
 
 /// The per-socket env holding saved handles.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct HandleStore {
     env: Option<EnvPtr>,
-    count: usize,
+    /// Non-immediate handles saved now belong to this epoch (never 0).
+    epoch: u32,
+}
+
+impl Default for HandleStore {
+    fn default() -> Self {
+        HandleStore {
+            env: None,
+            epoch: 1,
+        }
+    }
 }
 
 #[derive(Debug)]
@@ -32,7 +52,10 @@ impl HandleStore {
     /// Keeps `term`: as it is if it is an immediate, else a copy in the store's env.
     pub fn save(&mut self, term: Term) -> Option<Saved> {
         if is_immediate(term) {
-            return Some(Saved(term.as_c_arg()));
+            return Some(Saved {
+                term: term.as_c_arg(),
+                epoch: 0,
+            });
         }
         let env = match &self.env {
             Some(e) => e.0,
@@ -46,30 +69,45 @@ impl HandleStore {
                 e
             }
         };
-        self.count += 1;
         // SAFETY: env is our live env; term is valid in the caller's env.
-        Some(Saved(unsafe { enif_make_copy(env, term.as_c_arg()) }))
+        let term = unsafe { enif_make_copy(env, term.as_c_arg()) };
+        Some(Saved {
+            term,
+            epoch: self.epoch,
+        })
     }
 
-    /// Copies a saved term into `env`.
-    pub fn load<'a>(&self, env: Env<'a>, saved: Saved) -> Term<'a> {
-        // SAFETY: saved was made by `save` on this store and the store hasn't been
-        // cleared since (callers drop every Saved before `clear`).
-        unsafe { Term::new(env, enif_make_copy(env.as_c_arg(), saved.0)) }
+    /// The saved term if it is still valid: an immediate, or a copy in the
+    /// current env.
+    fn live(&self, saved: Saved) -> Option<ErlNifTerm> {
+        let epoch = saved.epoch;
+        (epoch == 0 || epoch == self.epoch).then_some(saved.term)
     }
 
-    /// Compares a saved term with `term`.
+    /// Copies a saved term into `env`; None for a handle of an earlier epoch.
+    pub fn load<'a>(&self, env: Env<'a>, saved: Saved) -> Option<Term<'a>> {
+        let term = self.live(saved)?;
+        // SAFETY: term is an immediate or lives in this store's env, which has
+        // not been freed since it was saved (its epoch is the current one).
+        Some(unsafe { Term::new(env, enif_make_copy(env.as_c_arg(), term)) })
+    }
+
+    /// Compares a saved term with `term` (false for a handle of an earlier epoch).
     pub fn equals(&self, saved: Saved, term: Term) -> bool {
-        // SAFETY: both terms are valid; enif_compare reads them only.
-        unsafe { rustler::sys::enif_compare(saved.0, term.as_c_arg()) == 0 }
+        let Some(s) = self.live(saved) else {
+            return false;
+        };
+        // SAFETY: both terms are valid (s as in `load`); enif_compare reads them only.
+        unsafe { rustler::sys::enif_compare(s, term.as_c_arg()) == 0 }
     }
 
-    /// Forgets every saved term and frees the env (call only when no `Saved`
-    /// is held any more).
+    /// Forgets every saved term and frees the env; handles saved before are
+    /// refused from now on.
     pub fn clear(&mut self) {
-        self.count = 0;
         if let Some(e) = self.env.take() {
-            // SAFETY: allocated in `save`; no Saved from it is used after this.
+            self.epoch = self.epoch.checked_add(1).unwrap_or(1);
+            // SAFETY: allocated in `save`; the epoch moved on, so no Saved
+            // pointing into it is dereferenced after this.
             unsafe { enif_free_env(e.0) };
         }
     }

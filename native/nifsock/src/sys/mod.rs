@@ -12,4 +12,3 @@ pub mod msg;
 pub mod resource;
 pub mod select;
 pub mod syscall;
-pub mod thread;

@@ -60,7 +60,7 @@ pub fn pid_term<'a>(env: Env<'a>, pid: &ErlNifPid) -> Term<'a> {
 }
 
 /// Makes `obj` monitor `pid`. None if the process is not alive.
-pub fn monitor(env: EnvRef, obj: Obj, pid: &ErlNifPid) -> Option<Monitor> {
+pub fn monitor<T>(env: EnvRef, obj: Obj<'_, T>, pid: &ErlNifPid) -> Option<Monitor> {
     let mut mon = MaybeUninit::<ErlNifMonitor>::uninit();
     // SAFETY: obj is a live resource of a type with a down callback; pid and mon
     // are valid pointers; mon is initialised when the call returns 0.
@@ -74,7 +74,7 @@ pub fn monitor(env: EnvRef, obj: Obj, pid: &ErlNifPid) -> Option<Monitor> {
 }
 
 /// Removes a monitor set by [`monitor`]. Harmless if it already fired.
-pub fn demonitor(env: EnvRef, obj: Obj, mon: &Monitor) {
+pub fn demonitor<T>(env: EnvRef, obj: Obj<'_, T>, mon: &Monitor) {
     // SAFETY: obj is a live resource and mon a monitor created on it.
     unsafe {
         enif_demonitor_process(env.raw(), obj.as_ptr(), &mon.0);
@@ -101,11 +101,6 @@ impl MsgEnv {
         } else {
             Some(MsgEnv(env))
         }
-    }
-
-    /// The raw env, to build terms in.
-    pub fn raw(&self) -> *mut ErlNifEnv {
-        self.0
     }
 
     /// An `Env` view, to use Rustler encoders.

@@ -1,12 +1,16 @@
-//! The socket resource type, registered by hand so it has `dtor`, `stop` and
-//! `down` callbacks (Rustler 0.39 registers its resource types with
-//! `stop = NULL`, and `enif_select(STOP)` on such a type crashes the VM).
+//! Resource types registered by hand so they have `dtor`, `stop` and `down`
+//! callbacks (Rustler 0.39 registers its resource types with `stop = NULL`,
+//! and `enif_select(STOP)` on such a type crashes the VM).
 //!
-//! A resource object holds one [`Socket`] written into memory from
-//! `enif_alloc_resource`. [`Obj`] is a borrowed pointer to such an object, valid
-//! while a term or a callback keeps the resource alive.
+//! Generic over the Rust value a resource object holds: a [`Kind`] names its
+//! type and callbacks; this module knows nothing of what the value is.
+//! [`Obj`] borrows a live object for a lifetime, as socket2's `SockRef<'s>`
+//! borrows an fd: it is only made from a decoded term (living as long as the
+//! term), inside a callback (living for the callback), or from an [`Owned`]
+//! reference (living as long as the borrow of it).
 
-use std::ffi::{c_int, c_void};
+use std::ffi::{c_int, c_void, CStr};
+use std::marker::PhantomData;
 use std::mem::{align_of, size_of};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
@@ -17,14 +21,38 @@ use rustler::sys::{
     ErlNifResourceDtor, ErlNifResourceFlags, ErlNifResourceStop, ErlNifResourceType,
     ErlNifResourceTypeInit,
 };
-use rustler::{Decoder, Env, NifResult, Term};
+use rustler::{Env, Term};
 
 use super::env::EnvRef;
-use crate::socket::Socket;
 
-/// The registered resource type; reset by every `load` (a delete + purge +
-/// reload runs `load` again against the same loaded library).
-static SOCKET_TYPE: AtomicPtr<ErlNifResourceType> = AtomicPtr::new(ptr::null_mut());
+/// Where a kind's registered resource type is kept; reset by every `load` (a
+/// delete + purge + reload runs `load` again against the same loaded library).
+pub struct TypeSlot(AtomicPtr<ErlNifResourceType>);
+
+impl TypeSlot {
+    /// An empty slot, for a `static`.
+    pub const fn new() -> TypeSlot {
+        TypeSlot(AtomicPtr::new(ptr::null_mut()))
+    }
+
+    fn get(&self) -> *mut ErlNifResourceType {
+        self.0.load(Ordering::Acquire)
+    }
+}
+
+/// A Rust value kept in resource objects, and what ERTS's callbacks do with it.
+pub trait Kind: Sized + Send + Sync + 'static {
+    /// The resource type's name (a reload takes over the type of this name).
+    const NAME: &'static CStr;
+    /// The static holding the registered type.
+    fn slot() -> &'static TypeSlot;
+    /// The last reference is gone; runs before the value is dropped in place.
+    fn dtor(&self);
+    /// `enif_select(STOP)` completed: the fd may now be closed.
+    fn stop(obj: Obj<'_, Self>, env: EnvRef, direct: bool);
+    /// A process the object monitors died.
+    fn down(obj: Obj<'_, Self>, env: EnvRef, pid: ErlNifPid, mon: ErlNifMonitor);
+}
 
 const ERL_NIF_RT_CREATE: c_int = 1;
 const ERL_NIF_RT_TAKEOVER: c_int = 2;
@@ -40,25 +68,12 @@ type InitResourceTypeFn = unsafe extern "C" fn(
     *mut c_int,
 ) -> *const ErlNifResourceType;
 
-/// Callbacks the resource type forwards to, in plain Rust.
-pub struct Callbacks {
-    /// The object is being destroyed; runs before its memory is freed.
-    pub dtor: fn(&Socket),
-    /// `enif_select(STOP)` completed: the fd may now be closed.
-    pub stop: fn(Obj, EnvRef, bool),
-    /// A monitored process died.
-    pub down: fn(Obj, EnvRef, ErlNifPid, ErlNifMonitor),
-}
-
-static CALLBACKS: AtomicPtr<Callbacks> = AtomicPtr::new(ptr::null_mut());
-
-/// Registers (or takes over) the socket resource type. Returns false on failure.
-pub fn register(env: Env, callbacks: &'static Callbacks) -> bool {
-    CALLBACKS.store(ptr::from_ref(callbacks).cast_mut(), Ordering::Release);
+/// Registers (or takes over) the resource type of `T`. Returns false on failure.
+pub fn register<T: Kind>(env: Env) -> bool {
     let init = ErlNifResourceTypeInit {
-        dtor: dtor_trampoline as *const ErlNifResourceDtor,
-        stop: stop_trampoline as *const ErlNifResourceStop,
-        down: down_trampoline as *const ErlNifResourceDown,
+        dtor: dtor_trampoline::<T> as *const ErlNifResourceDtor,
+        stop: stop_trampoline::<T> as *const ErlNifResourceStop,
+        down: down_trampoline::<T> as *const ErlNifResourceDown,
         members: 3,
         dyncall: ptr::null(),
     };
@@ -83,161 +98,207 @@ pub fn register(env: Env, callbacks: &'static Callbacks) -> bool {
     let rt = unsafe {
         init_fn(
             env.as_c_arg(),
-            c"nifsock_socket".as_ptr(),
+            T::NAME.as_ptr(),
             &init,
             ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER,
             &mut tried,
         )
     };
-    SOCKET_TYPE.store(rt.cast_mut(), Ordering::Release);
+    T::slot().0.store(rt.cast_mut(), Ordering::Release);
     !rt.is_null()
 }
 
-/// Bytes to ask `enif_alloc_resource` for: room to align a `Socket` inside it.
-pub const ALLOC_SIZE: usize = size_of::<Socket>() + align_of::<Socket>();
-
-fn aligned(obj: *mut c_void) -> *mut Socket {
-    let addr = obj as usize;
-    let align = align_of::<Socket>();
-    let offset = (align - addr % align) % align;
-    obj.cast::<u8>().wrapping_add(offset).cast::<Socket>()
+/// Bytes asked of `enif_alloc_resource` for a `T`: room to align it inside.
+pub const fn alloc_size<T>() -> usize {
+    size_of::<T>() + align_of::<T>()
 }
 
-/// A pointer to a live socket resource object.
+fn aligned<T>(obj: *mut c_void) -> *mut T {
+    let addr = obj as usize;
+    let align = align_of::<T>();
+    let offset = (align - addr % align) % align;
+    obj.cast::<u8>().wrapping_add(offset).cast::<T>()
+}
+
+/// A live resource object holding a `T`, borrowed for `'a`.
 ///
 /// Only made from a pointer ERTS gave us (a decoded term, a callback argument)
-/// or from a fresh allocation; valid while that term, callback or [`Owned`]
-/// keeps the object alive.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Obj(*mut c_void);
+/// or from an [`Owned`] reference, for no longer than that term, callback or
+/// borrow keeps the object alive.
+pub struct Obj<'a, T> {
+    ptr: *mut c_void,
+    _life: PhantomData<&'a T>,
+}
 
-// SAFETY: a resource object is shared memory managed by ERTS; the `Socket` in it
-// is Sync (Mutex/RwLock/atomics) and ERTS allows resource pointers to be used
-// from any thread while a reference is held.
-unsafe impl Send for Obj {}
+impl<T> Clone for Obj<'_, T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Obj<'_, T> {}
+
+impl<T> PartialEq for Obj<'_, T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.ptr == other.ptr
+    }
+}
+
+impl<T> Eq for Obj<'_, T> {}
+
+impl<T> std::fmt::Debug for Obj<'_, T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_tuple("Obj").field(&self.ptr).finish()
+    }
+}
+
+// SAFETY: a resource object is shared memory managed by ERTS; ERTS allows
+// resource pointers to be used from any thread while a reference is held, and
+// the value is only reached as `&T`, so `T: Sync` is what sharing needs.
+unsafe impl<T: Sync> Send for Obj<'_, T> {}
 // SAFETY: as above.
-unsafe impl Sync for Obj {}
+unsafe impl<T: Sync> Sync for Obj<'_, T> {}
 
-impl Obj {
-    /// The socket stored in this object.
-    pub fn socket<'a>(self) -> &'a Socket {
+impl<'a, T> Obj<'a, T> {
+    /// The value stored in this object.
+    pub fn get(self) -> &'a T {
         // SAFETY: every Obj points at an object allocated by `Owned::new`, which
-        // wrote an initialised Socket at the aligned address, and the object is
-        // alive while the Obj is used (see the type's contract). The lifetime is
-        // tied to the caller's use of the Obj, which never outlives the object.
-        unsafe { &*aligned(self.0) }
+        // wrote an initialised T at the aligned address (a decoded term is
+        // checked to be of T's resource type), and the object stays alive for
+        // 'a (see the type's contract), so the reference can't outlive it.
+        unsafe { &*aligned::<T>(self.ptr) }
     }
 
     /// The raw object pointer, for erl_nif calls.
     pub fn as_ptr(self) -> *mut c_void {
-        self.0
+        self.ptr
     }
 
     /// A term for this resource in `env` (keeps the object alive while the term lives).
-    pub fn make_term<'a>(self, env: Env<'a>) -> Term<'a> {
+    pub fn make_term<'e>(self, env: Env<'e>) -> Term<'e> {
         // SAFETY: the object is alive (type contract) and env is a valid env of the caller.
-        unsafe { Term::new(env, enif_make_resource(env.as_c_arg(), self.0)) }
+        unsafe { Term::new(env, enif_make_resource(env.as_c_arg(), self.ptr)) }
+    }
+
+    /// Only for the trampolines: ERTS passed `ptr` to a running callback.
+    fn from_callback(ptr: *mut c_void) -> Obj<'a, T> {
+        Obj {
+            ptr,
+            _life: PhantomData,
+        }
     }
 }
 
-/// An owned reference to a freshly allocated socket object; released on drop,
-/// after a term has taken its own reference.
-pub struct Owned(Obj);
-
-impl Owned {
-    /// Allocates a resource object holding `socket`. None if the type isn't registered.
-    pub fn new(socket: Socket) -> Option<Owned> {
-        let rt = SOCKET_TYPE.load(Ordering::Acquire);
+impl<'a, T: Kind> Obj<'a, T> {
+    /// The object a resource term of `T`'s type points to (None for any other
+    /// term); borrowed for as long as the term lives.
+    pub fn decode(term: Term<'a>) -> Option<Obj<'a, T>> {
+        let rt = T::slot().get();
         if rt.is_null() {
             return None;
-        }
-        // SAFETY: rt is a registered resource type; the size is non-zero.
-        let obj = unsafe { enif_alloc_resource(rt, ALLOC_SIZE) };
-        if obj.is_null() {
-            return None;
-        }
-        // SAFETY: obj points to ALLOC_SIZE writable bytes; the aligned address
-        // plus size_of::<Socket>() stays within them, and it is properly aligned.
-        unsafe { ptr::write(aligned(obj), socket) };
-        Some(Owned(Obj(obj)))
-    }
-
-    /// The object.
-    pub fn obj(&self) -> Obj {
-        self.0
-    }
-}
-
-impl Drop for Owned {
-    fn drop(&mut self) {
-        // SAFETY: we hold the reference enif_alloc_resource returned; releasing it
-        // once here is the matching release.
-        unsafe { enif_release_resource(self.0 .0) };
-    }
-}
-
-/// A socket resource decoded from a term argument.
-#[derive(Clone, Copy)]
-pub struct ResArg<'a> {
-    /// The object.
-    pub obj: Obj,
-    /// Its socket.
-    pub socket: &'a Socket,
-}
-
-impl<'a> Decoder<'a> for ResArg<'a> {
-    fn decode(term: Term<'a>) -> NifResult<Self> {
-        let rt = SOCKET_TYPE.load(Ordering::Acquire);
-        if rt.is_null() {
-            return Err(rustler::Error::BadArg);
         }
         let mut out: *const c_void = ptr::null();
         // SAFETY: term belongs to the calling env; out is a valid out-pointer.
         let ok =
             unsafe { enif_get_resource(term.get_env().as_c_arg(), term.as_c_arg(), rt, &mut out) };
         if ok == 0 || out.is_null() {
-            return Err(rustler::Error::BadArg);
+            return None;
         }
-        let obj = Obj(out.cast_mut());
-        Ok(ResArg {
-            obj,
-            socket: obj.socket(),
+        Some(Obj {
+            ptr: out.cast_mut(),
+            _life: PhantomData,
         })
     }
 }
 
-fn callbacks() -> Option<&'static Callbacks> {
-    let cb = CALLBACKS.load(Ordering::Acquire);
-    // SAFETY: only ever set from a `&'static Callbacks` in `register`.
-    unsafe { cb.as_ref() }
+/// An owned reference to a freshly allocated object; released on drop, after
+/// a term has taken its own reference.
+pub struct Owned<T> {
+    ptr: *mut c_void,
+    _value: PhantomData<T>,
 }
 
-unsafe extern "C" fn dtor_trampoline(_env: *mut ErlNifEnv, obj: *mut c_void) {
-    let obj = Obj(obj);
-    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if let Some(cb) = callbacks() {
-            (cb.dtor)(obj.socket());
+impl<T: Kind> Owned<T> {
+    /// Allocates a resource object holding `value`. None (and `value` dropped)
+    /// if the type isn't registered or the allocation fails.
+    pub fn new(value: T) -> Option<Owned<T>> {
+        let rt = T::slot().get();
+        if rt.is_null() {
+            return None;
         }
+        // SAFETY: rt is a registered resource type; the size is non-zero.
+        let obj = unsafe { enif_alloc_resource(rt, alloc_size::<T>()) };
+        if obj.is_null() {
+            return None;
+        }
+        // SAFETY: obj points to alloc_size::<T>() writable bytes; the aligned
+        // address plus size_of::<T>() stays within them, and it is properly aligned.
+        unsafe { ptr::write(aligned::<T>(obj), value) };
+        Some(Owned {
+            ptr: obj,
+            _value: PhantomData,
+        })
+    }
+}
+
+impl<T> Owned<T> {
+    /// The object, borrowed while this reference is held.
+    pub fn obj(&self) -> Obj<'_, T> {
+        Obj {
+            ptr: self.ptr,
+            _life: PhantomData,
+        }
+    }
+}
+
+impl<T> Owned<T> {
+    /// A term for the object in `env`, giving up this reference: the term
+    /// keeps the object alive from now on, so the object is borrowed for as
+    /// long as the env's terms live.
+    pub fn into_term<'e>(self, env: Env<'e>) -> (Term<'e>, Obj<'e, T>) {
+        let obj = Obj {
+            ptr: self.ptr,
+            _life: PhantomData,
+        };
+        let term = obj.make_term(env);
+        drop(self);
+        (term, obj)
+    }
+}
+
+impl<T> Drop for Owned<T> {
+    fn drop(&mut self) {
+        // SAFETY: we hold the reference enif_alloc_resource returned; releasing it
+        // once here is the matching release.
+        unsafe { enif_release_resource(self.ptr) };
+    }
+}
+
+unsafe extern "C" fn dtor_trampoline<T: Kind>(_env: *mut ErlNifEnv, obj: *mut c_void) {
+    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        T::dtor(Obj::<T>::from_callback(obj).get());
     }));
     // SAFETY: the destructor runs once, when the last reference is gone: the
-    // Socket written by Owned::new is dropped in place and never used again.
-    unsafe { ptr::drop_in_place(aligned(obj.0)) };
+    // value written by Owned::new is dropped in place and never used again.
+    unsafe { ptr::drop_in_place(aligned::<T>(obj)) };
 }
 
-unsafe extern "C" fn stop_trampoline(
+unsafe extern "C" fn stop_trampoline<T: Kind>(
     env: *mut ErlNifEnv,
     obj: *mut c_void,
     _event: ErlNifEvent,
     is_direct_call: c_int,
 ) {
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if let Some(cb) = callbacks() {
-            (cb.stop)(Obj(obj), EnvRef::from_callback(env), is_direct_call != 0);
-        }
+        T::stop(
+            Obj::from_callback(obj),
+            EnvRef::from_callback(env),
+            is_direct_call != 0,
+        );
     }));
 }
 
-unsafe extern "C" fn down_trampoline(
+unsafe extern "C" fn down_trampoline<T: Kind>(
     env: *mut ErlNifEnv,
     obj: *mut c_void,
     pid: *const ErlNifPid,
@@ -250,8 +311,11 @@ unsafe extern "C" fn down_trampoline(
     // duration of the callback; both are plain data and copied here.
     let (pid, mon) = unsafe { (*pid, *mon) };
     let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        if let Some(cb) = callbacks() {
-            (cb.down)(Obj(obj), EnvRef::from_callback(env), pid, mon);
-        }
+        T::down(
+            Obj::from_callback(obj),
+            EnvRef::from_callback(env),
+            pid,
+            mon,
+        );
     }));
 }

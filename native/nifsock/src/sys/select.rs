@@ -38,7 +38,14 @@ impl Dir {
 
 /// Arms a one-shot select: when `fd` is ready in `dir`, ERTS sends `msg` to `pid`.
 /// Returns the negative enif_select result on failure.
-pub fn arm(env: Env, obj: Obj, fd: RawFd, dir: Dir, pid: &ErlNifPid, msg: Term) -> Result<(), i32> {
+pub fn arm<T>(
+    env: Env,
+    obj: Obj<'_, T>,
+    fd: RawFd,
+    dir: Dir,
+    pid: &ErlNifPid,
+    msg: Term,
+) -> Result<(), i32> {
     // SAFETY: env is the calling process's env, msg belongs to it (msg_env NULL
     // means "msg is in env"), obj is a live socket resource of a type with a stop
     // callback, and fd is the open fd that resource owns.
@@ -62,7 +69,7 @@ pub fn arm(env: Env, obj: Obj, fd: RawFd, dir: Dir, pid: &ErlNifPid, msg: Term) 
 
 /// Cancels an armed select in `dir`. Returns true if a select was still
 /// armed (so no message was or will be sent for it).
-pub fn cancel(env: EnvRef, obj: Obj, fd: RawFd, dir: Dir, undefined: ErlNifTerm) -> bool {
+pub fn cancel<T>(env: EnvRef, obj: Obj<'_, T>, fd: RawFd, dir: Dir, undefined: ErlNifTerm) -> bool {
     // SAFETY: env is the caller's env (or a callback env), obj a live resource,
     // fd its open fd. CANCEL with a NULL pid only looks at the armed state.
     let r = unsafe {
@@ -91,7 +98,7 @@ pub enum Stop {
 
 /// Asks ERTS to remove `fd` from its poll set and call the stop callback when it
 /// is safe to close it. The caller must hold no lock the stop callback takes.
-pub fn stop(env: EnvRef, obj: Obj, fd: RawFd, undefined: ErlNifTerm) -> Stop {
+pub fn stop<T>(env: EnvRef, obj: Obj<'_, T>, fd: RawFd, undefined: ErlNifTerm) -> Stop {
     // SAFETY: obj is a live socket resource whose type has a stop callback
     // (registered in resource::register); fd is the fd it owns, not yet closed.
     let r = unsafe {

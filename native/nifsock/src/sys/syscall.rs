@@ -1,11 +1,24 @@
-//! Thin wrappers over the socket system calls nifsock makes. Each returns the
-//! errno on failure; none blocks (every fd is O_NONBLOCK) except `close` on a
-//! socket with SO_LINGER {on, N > 0}, which callers keep off normal schedulers.
+//! The socket system calls nifsock makes, each returning the errno on
+//! failure; none blocks (every fd is O_NONBLOCK) except `close` on a socket
+//! with SO_LINGER {on, N > 0}, which callers keep off normal schedulers.
+//!
+//! socket2 (`SockRef`) and nix make the calls they wrap, with the same
+//! arguments as before they did: socket with SOCK_NONBLOCK | SOCK_CLOEXEC,
+//! accept4 without an address, recv, sendmsg/send with MSG_NOSIGNAL OR-ed in
+//! here, bind, listen, connect, shutdown, getsockname/getpeername,
+//! F_DUPFD_CLOEXEC, F_GETFL/F_SETFL, sendfile, close. Hand-written: raw
+//! `setsockopt`/`getsockopt` by level and name (both crates only have typed
+//! options), and the macOS fallbacks (untested here).
+//!
+//! Every fd passed in is open for the call: the caller owns it or holds the
+//! socket's fd cell, which is what borrowing it as a `BorrowedFd` needs.
 
 use std::ffi::c_void;
-use std::os::fd::RawFd;
+use std::io::IoSlice;
+use std::os::fd::{BorrowedFd, IntoRawFd, RawFd};
 
-use socket2::SockAddr;
+use nix::sys::socket::MsgFlags;
+use socket2::{Domain, Protocol, SockAddr, SockRef, Type};
 
 /// Result of a syscall: the value, or errno.
 pub type SysResult<T> = Result<T, i32>;
@@ -24,21 +37,33 @@ fn check(r: libc::c_int) -> SysResult<libc::c_int> {
     }
 }
 
-fn check_size(r: libc::ssize_t) -> SysResult<usize> {
-    usize::try_from(r).map_err(|_| errno())
+fn os(e: std::io::Error) -> i32 {
+    e.raw_os_error().unwrap_or(libc::EIO)
+}
+
+fn nix(e: nix::errno::Errno) -> i32 {
+    e as i32
+}
+
+/// `f` with `fd` borrowed as a socket2 `SockRef`.
+fn with_ref<R>(fd: RawFd, f: impl FnOnce(SockRef<'_>) -> R) -> R {
+    // SAFETY: fd is open for the duration of the call (module contract) and
+    // the borrow doesn't outlive the closure; SockRef never closes it.
+    let b = unsafe { BorrowedFd::borrow_raw(fd) };
+    f(SockRef::from(&b))
 }
 
 /// socket(2), non-blocking and close-on-exec from birth.
 #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
 pub fn socket(domain: i32, ty: i32, protocol: i32) -> SysResult<RawFd> {
-    // SAFETY: plain syscall with integer arguments.
-    check(unsafe {
-        libc::socket(
-            domain,
-            ty | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-            protocol,
-        )
-    })
+    // new_raw adds nothing: the type carries SOCK_NONBLOCK | SOCK_CLOEXEC, one call.
+    socket2::Socket::new_raw(
+        Domain::from(domain),
+        Type::from(ty).nonblocking().cloexec(),
+        Some(Protocol::from(protocol)),
+    )
+    .map(IntoRawFd::into_raw_fd)
+    .map_err(os)
 }
 
 /// socket(2) then fcntl, where SOCK_NONBLOCK doesn't exist (macOS).
@@ -57,15 +82,12 @@ pub fn socket(domain: i32, ty: i32, protocol: i32) -> SysResult<RawFd> {
 /// fcntl; the peer address isn't asked for (peername/1 fetches it on demand).
 #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
 pub fn accept(fd: RawFd) -> SysResult<RawFd> {
-    // SAFETY: NULL address pointers are allowed and mean "don't return the peer".
-    check(unsafe {
-        libc::accept4(
-            fd,
-            std::ptr::null_mut(),
-            std::ptr::null_mut(),
-            libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
-        )
-    })
+    use nix::sys::socket::SockFlag;
+    // SAFETY: fd is open for the call (module contract); the borrow ends with it.
+    let b = unsafe { BorrowedFd::borrow_raw(fd) };
+    nix::sys::socket::accept4(b, SockFlag::SOCK_NONBLOCK | SockFlag::SOCK_CLOEXEC)
+        .map(IntoRawFd::into_raw_fd)
+        .map_err(nix)
 }
 
 /// accept(2) + fcntl where accept4 doesn't exist (macOS). Compiled, untested here.
@@ -93,52 +115,39 @@ fn set_nonblock_cloexec(fd: RawFd) -> SysResult<()> {
 
 /// bind(2).
 pub fn bind(fd: RawFd, addr: &SockAddr) -> SysResult<()> {
-    // SAFETY: addr points to a valid sockaddr of addr.len() bytes.
-    check(unsafe { libc::bind(fd, addr.as_ptr().cast(), addr.len()) }).map(|_| ())
+    with_ref(fd, |s| s.bind(addr)).map_err(os)
 }
 
 /// listen(2).
 pub fn listen(fd: RawFd, backlog: i32) -> SysResult<()> {
-    // SAFETY: plain syscall with integer arguments.
-    check(unsafe { libc::listen(fd, backlog) }).map(|_| ())
+    with_ref(fd, |s| s.listen(backlog)).map_err(os)
 }
 
 /// connect(2); EINPROGRESS means "wait for writable, then read SO_ERROR".
 pub fn connect(fd: RawFd, addr: &SockAddr) -> SysResult<()> {
-    // SAFETY: addr points to a valid sockaddr of addr.len() bytes.
-    check(unsafe { libc::connect(fd, addr.as_ptr().cast(), addr.len()) }).map(|_| ())
+    with_ref(fd, |s| s.connect(addr)).map_err(os)
 }
 
 /// recv(2) into `buf`; Ok(0) is end of stream.
 pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> SysResult<usize> {
-    // SAFETY: buf is valid for writes of buf.len() bytes.
-    check_size(unsafe { libc::recv(fd, buf.as_mut_ptr().cast::<c_void>(), buf.len(), flags) })
+    nix::sys::socket::recv(fd, buf, MsgFlags::from_bits_retain(flags)).map_err(nix)
 }
 
 /// sendmsg(2) of an I/O vector (the kernel's writev, with flags): MSG_NOSIGNAL
 /// so a closed peer gives EPIPE, never SIGPIPE.
 pub fn sendv(fd: RawFd, iov: &[libc::iovec], flags: i32) -> SysResult<usize> {
-    let iovlen = iov.len().min(iov_max());
-    // SAFETY: msghdr is plain data; zeroed is a valid "no name, no control" value.
-    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
-    msg.msg_iov = iov.as_ptr().cast_mut();
-    msg.msg_iovlen = iovlen as _;
-    // SAFETY: msg points to iovlen valid iovecs whose buffers the caller keeps
-    // alive (binaries of the calling env); the kernel only reads them.
-    check_size(unsafe { libc::sendmsg(fd, &msg, flags | nosignal()) })
+    let iov = iov.get(..IOV_MAX).unwrap_or(iov);
+    // SAFETY: std guarantees IoSlice is ABI compatible with iovec on Unix, so
+    // the slice can be viewed as IoSlices; their buffers are the caller's
+    // (binaries of the calling env), alive and unmodified for this call.
+    let bufs: &[IoSlice<'_>] =
+        unsafe { std::slice::from_raw_parts(iov.as_ptr().cast::<IoSlice<'_>>(), iov.len()) };
+    with_ref(fd, |s| s.send_vectored_with_flags(bufs, flags | nosignal())).map_err(os)
 }
 
 /// send(2) of one buffer.
 pub fn send(fd: RawFd, buf: &[u8], flags: i32) -> SysResult<usize> {
-    // SAFETY: buf is valid for reads of buf.len() bytes.
-    check_size(unsafe {
-        libc::send(
-            fd,
-            buf.as_ptr().cast::<c_void>(),
-            buf.len(),
-            flags | nosignal(),
-        )
-    })
+    nix::sys::socket::send(fd, buf, MsgFlags::from_bits_retain(flags | nosignal())).map_err(nix)
 }
 
 #[cfg(any(target_os = "linux", target_os = "android", target_os = "freebsd"))]
@@ -152,20 +161,24 @@ fn nosignal() -> i32 {
 }
 
 /// The most entries one sendmsg takes.
-pub fn iov_max() -> usize {
-    1024
-}
+pub const IOV_MAX: usize = 1024;
 
 /// shutdown(2).
 pub fn shutdown(fd: RawFd, how: i32) -> SysResult<()> {
-    // SAFETY: plain syscall with integer arguments.
-    check(unsafe { libc::shutdown(fd, how) }).map(|_| ())
+    use nix::sys::socket::Shutdown;
+    let how = match how {
+        libc::SHUT_RD => Shutdown::Read,
+        libc::SHUT_WR => Shutdown::Write,
+        libc::SHUT_RDWR => Shutdown::Both,
+        _ => return Err(libc::EINVAL),
+    };
+    nix::sys::socket::shutdown(fd, how).map_err(nix)
 }
 
 /// close(2). Errors are ignored: after close(2) returns, the fd is gone even on EINTR (Linux).
 pub fn close(fd: RawFd) {
-    // SAFETY: the caller owns fd and never uses the number again.
-    unsafe { libc::close(fd) };
+    // The caller owns fd and never uses the number again.
+    let _ = nix::unistd::close(fd);
 }
 
 /// setsockopt(2) with raw bytes.
@@ -188,63 +201,42 @@ pub fn getsockopt(fd: RawFd, level: i32, name: i32, buf: &mut [u8]) -> SysResult
 
 /// getsockname(2).
 pub fn sockname(fd: RawFd) -> SysResult<SockAddr> {
-    // SAFETY: try_init hands a zeroed sockaddr_storage and its length to the closure,
-    // which getsockname fills in; the length it writes back is within the storage.
-    unsafe {
-        SockAddr::try_init(|storage, len| {
-            if libc::getsockname(fd, storage.cast(), len) < 0 {
-                Err(std::io::Error::last_os_error())
-            } else {
-                Ok(())
-            }
-        })
-    }
-    .map(|((), a)| a)
-    .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+    with_ref(fd, |s| s.local_addr()).map_err(os)
 }
 
 /// getpeername(2).
 pub fn peername(fd: RawFd) -> SysResult<SockAddr> {
-    // SAFETY: as in `sockname`.
-    unsafe {
-        SockAddr::try_init(|storage, len| {
-            if libc::getpeername(fd, storage.cast(), len) < 0 {
-                Err(std::io::Error::last_os_error())
-            } else {
-                Ok(())
-            }
-        })
-    }
-    .map(|((), a)| a)
-    .map_err(|e| e.raw_os_error().unwrap_or(libc::EIO))
+    with_ref(fd, |s| s.peer_addr()).map_err(os)
 }
 
 /// sendfile(2) from `file_fd` at `offset` (Linux). Returns bytes sent.
 #[cfg(target_os = "linux")]
 pub fn sendfile(sock: RawFd, file_fd: RawFd, offset: &mut i64, count: usize) -> SysResult<usize> {
     let mut off: libc::off_t = *offset;
-    // SAFETY: off is a valid in/out pointer; both fds are owned by the caller.
-    let r = check_size(unsafe { libc::sendfile(sock, file_fd, &mut off, count) });
+    // SAFETY: both fds are open for the call (module contract); the borrows end with it.
+    let (out, inp) = unsafe {
+        (
+            BorrowedFd::borrow_raw(sock),
+            BorrowedFd::borrow_raw(file_fd),
+        )
+    };
+    let r = nix::sys::sendfile::sendfile(out, inp, Some(&mut off), count).map_err(nix);
     *offset = off;
     r
 }
 
 /// fcntl(F_DUPFD_CLOEXEC): a new fd for the same socket.
 pub fn dup_cloexec(fd: RawFd) -> SysResult<RawFd> {
-    // SAFETY: fcntl with integer arguments; the caller owns the new fd.
-    check(unsafe { libc::fcntl(fd, libc::F_DUPFD_CLOEXEC, 0) })
+    // socket2's try_clone is fcntl(F_DUPFD_CLOEXEC, 0); the caller owns the new fd.
+    with_ref(fd, |s| s.try_clone())
+        .map(IntoRawFd::into_raw_fd)
+        .map_err(os)
 }
 
 /// Sets O_NONBLOCK (for adopted fds only: our own sockets are born non-blocking).
 pub fn set_nonblocking(fd: RawFd) -> SysResult<()> {
-    // SAFETY: fcntl with integer arguments on an fd the caller owns.
-    unsafe {
-        let fl = check(libc::fcntl(fd, libc::F_GETFL))?;
-        if fl & libc::O_NONBLOCK == 0 {
-            check(libc::fcntl(fd, libc::F_SETFL, fl | libc::O_NONBLOCK))?;
-        }
-    }
-    Ok(())
+    // socket2: F_GETFL, then F_SETFL only if O_NONBLOCK was not set yet.
+    with_ref(fd, |s| s.set_nonblocking(true)).map_err(os)
 }
 
 /// sendfile(2) is wired for Linux only; elsewhere the call reports ENOTSUP.

@@ -59,6 +59,7 @@ pub struct Bounds {
     pub delimiter: u8,
 }
 
+#[cfg(test)]
 impl Bounds {
     /// No limit, no truncation, lines end at `\n`.
     pub const NONE: Bounds = Bounds {
@@ -116,21 +117,6 @@ pub fn first(mode: Packet, buf: &[u8], bounds: Bounds) -> Found {
                 },
                 None => Found::Incomplete,
             }
-        }
-    }
-}
-
-/// The header to put in front of a payload of `len` bytes, or None if it doesn't fit.
-pub fn header(mode: Packet, len: usize) -> Option<Vec<u8>> {
-    match mode {
-        Packet::Raw | Packet::Line => Some(Vec::new()),
-        Packet::Len(n) => {
-            let n = u32::from(n);
-            if n < 8 && (len as u64) >> (8 * n) != 0 {
-                return None;
-            }
-            let bytes = (len as u64).to_be_bytes();
-            bytes.get(8 - n as usize..).map(|b| b.to_vec())
         }
     }
 }
@@ -294,13 +280,5 @@ mod tests {
             ..Bounds::NONE
         };
         assert_eq!(first(Packet::Line, b"a\0b", nul), pkt(2, 0..2));
-    }
-
-    #[test]
-    fn headers_are_big_endian_and_bounded() {
-        assert_eq!(header(Packet::Len(2), 258), Some(vec![1, 2]));
-        assert_eq!(header(Packet::Len(1), 256), None);
-        assert_eq!(header(Packet::Len(4), 5), Some(vec![0, 0, 0, 5]));
-        assert_eq!(header(Packet::Raw, 5), Some(vec![]));
     }
 }

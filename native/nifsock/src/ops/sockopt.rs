@@ -6,8 +6,8 @@ use rustler::types::map::MapIterator;
 use rustler::{Atom, Encoder, Env, Term};
 
 use crate::atoms;
+use crate::core::opts::{self, Kind, Spec};
 use crate::error::{Error, Result};
-use crate::opts::{self, Kind, Spec};
 use crate::socket::Socket;
 use crate::stats;
 use crate::sys::syscall;
@@ -94,7 +94,7 @@ fn linger_value(v: Term) -> Result<(bool, i32)> {
 }
 
 fn string_value(v: Term) -> Result<Vec<u8>> {
-    crate::nif::args::string_bytes(v).ok_or(Error::Invalid("value"))
+    crate::codec::args::string_bytes(v).ok_or(Error::Invalid("value"))
 }
 
 fn tos_value(v: Term) -> Result<i32> {
@@ -237,7 +237,7 @@ pub fn get<'a>(env: Env<'a>, s: &Socket, target: Target) -> Result<Term<'a>> {
 fn readonly_value<'a>(env: Env<'a>, spec: &Spec, i: i32) -> Term<'a> {
     match (spec.level, spec.opt) {
         (libc::SOL_SOCKET, libc::SO_TYPE) if i == libc::SOCK_STREAM => atoms::stream().encode(env),
-        (libc::SOL_SOCKET, libc::SO_DOMAIN) => match crate::addr::Family::from_raw(i) {
+        (libc::SOL_SOCKET, libc::SO_DOMAIN) => match crate::codec::addr::Family::from_raw(i) {
             Some(f) => f.atom().encode(env),
             None => i.encode(env),
         },

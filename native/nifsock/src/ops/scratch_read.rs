@@ -5,7 +5,8 @@
 
 use std::os::fd::RawFd;
 
-use crate::scratch;
+use crate::core::errno::is_would_block;
+use crate::core::scratch;
 use crate::socket::Socket;
 use crate::sys::syscall;
 
@@ -49,9 +50,4 @@ pub fn recv<R>(
         Err(e) => ScratchRead::Failed(e),
     });
     r.unwrap_or(ScratchRead::Failed(libc::EBUSY))
-}
-
-/// EAGAIN or (where it differs) EWOULDBLOCK.
-pub fn is_would_block(e: i32) -> bool {
-    e == libc::EAGAIN || e == libc::EWOULDBLOCK
 }

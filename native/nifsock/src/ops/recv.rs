@@ -7,18 +7,17 @@ use std::os::fd::RawFd;
 use rustler::{Binary, Encoder, Env, NewBinary, NifResult, OwnedBinary, Term};
 
 use crate::atoms;
+use crate::codec::args::{self, Mode, Sock};
+use crate::codec::reply;
+use crate::core::errno::is_would_block;
+use crate::core::limits::{MAX_EXACT_LEN, MAX_READS_PER_CALL, SCRATCH_CAP, STREAM_THRESHOLD};
 use crate::error::Error;
 use crate::lifecycle;
-use crate::nif::args::{self, Mode, Sock};
-use crate::scratch;
-use crate::scratch_read::{self, is_would_block, ScratchRead};
+use crate::ops::scratch_read::{self, ScratchRead};
 use crate::socket::{Partial, Socket};
 use crate::stats;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
-
-/// Most syscalls one recv call makes before yielding back to Erlang.
-const MAX_READS_PER_CALL: usize = 8;
 
 enum Read<'a> {
     Complete(Term<'a>, usize),
@@ -72,10 +71,6 @@ fn is_drained(n: usize, asked: usize) -> bool {
     n < asked && n < STREAM_THRESHOLD
 }
 
-/// The largest exact length recv accepts (as gen_tcp, larger is `{error,
-/// enomem}`): the result binary is allocated up front once bytes arrive.
-pub const MAX_EXACT_LEN: usize = 64 << 20;
-
 enum Fitted<'a> {
     /// The partial bytes already answer the call (and what is left over).
     Ready(Term<'a>, Option<Partial>),
@@ -112,9 +107,6 @@ fn fit_partial<'a>(env: Env<'a>, mut p: Partial, len: usize) -> Fitted<'a> {
     }
     Fitted::Continue(p)
 }
-
-/// Reads this large count as "streaming" (see `read_direct`).
-pub const STREAM_THRESHOLD: usize = 16 * 1024;
 
 #[allow(clippy::too_many_arguments)]
 fn read_once<'a>(
@@ -156,7 +148,7 @@ fn read_once<'a>(
     let want = if len == 0 {
         rcvbuf
     } else {
-        len.min(scratch::CAP)
+        len.min(SCRATCH_CAP)
     };
     if len == 0 && streaming && flags & libc::MSG_PEEK == 0 {
         return read_direct(env, s, fd, want, flags, drained);
@@ -216,7 +208,7 @@ pub fn recv<'a>(
     let caller = args::caller(env)?;
     let peek = flags & libc::MSG_PEEK != 0;
     if len > MAX_EXACT_LEN {
-        return args::error(env, Error::Os(libc::ENOMEM));
+        return reply::error(env, Error::Os(libc::ENOMEM));
     }
     let mut partial = if peek { None } else { s.lock().partial.take() };
     // A partial read made for another length (a timed-out recv(S, N), or
@@ -258,7 +250,7 @@ pub fn recv<'a>(
                 )
             }) {
                 Ok(r) => r,
-                Err(e) => return args::error_with(env, e, partial_term(env, partial)),
+                Err(e) => return reply::error_with(env, e, partial_term(env, partial)),
             };
             match outcome {
                 Read::Complete(t, n) => {
@@ -287,11 +279,11 @@ pub fn recv<'a>(
                 }
                 Read::Eof => {
                     lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                    return args::error_with(env, Error::Closed, partial_term(env, partial));
+                    return reply::error_with(env, Error::Closed, partial_term(env, partial));
                 }
                 Read::Failed(e) => {
                     lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                    return args::error_with(env, Error::Os(e), partial_term(env, partial));
+                    return reply::error_with(env, Error::Os(e), partial_term(env, partial));
                 }
             }
         }
@@ -303,12 +295,12 @@ pub fn recv<'a>(
             // length asked for.
             match partial_term(env, partial) {
                 Some(t) => Ok((atoms::ok(), t).encode(env)),
-                None => args::error(env, Error::Timeout),
+                None => reply::error(env, Error::Timeout),
             }
         }
         Mode::Nowait => {
             if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, &caller, handle) {
-                return args::error_with(env, e, partial_term(env, partial));
+                return reply::error_with(env, e, partial_term(env, partial));
             }
             Ok(match partial_term(env, partial) {
                 Some(t) => (atoms::select(), t).encode(env),
@@ -317,7 +309,7 @@ pub fn recv<'a>(
         }
         Mode::Wait => {
             if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, &caller, handle) {
-                return args::error_with(env, e, partial_term(env, partial));
+                return reply::error_with(env, e, partial_term(env, partial));
             }
             s.lock().partial = partial;
             Ok(atoms::select().encode(env))

@@ -11,37 +11,10 @@ use socket2::SockAddr;
 use crate::atoms;
 use crate::error::{Error, Result};
 
-/// Address family of a socket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    /// IPv4.
-    Inet,
-    /// IPv6.
-    Inet6,
-    /// Unix domain.
-    Local,
-}
+pub use crate::core::family::Family;
 
+/// Family <-> the atoms OTP uses.
 impl Family {
-    /// The AF_* constant.
-    pub fn raw(self) -> i32 {
-        match self {
-            Family::Inet => libc::AF_INET,
-            Family::Inet6 => libc::AF_INET6,
-            Family::Local => libc::AF_UNIX,
-        }
-    }
-
-    /// From an AF_* constant.
-    pub fn from_raw(af: i32) -> Option<Family> {
-        match af {
-            libc::AF_INET => Some(Family::Inet),
-            libc::AF_INET6 => Some(Family::Inet6),
-            libc::AF_UNIX => Some(Family::Local),
-            _ => None,
-        }
-    }
-
     /// The atom OTP uses.
     pub fn atom(self) -> Atom {
         match self {
@@ -135,8 +108,8 @@ pub fn decode(term: Term, family: Family) -> Result<SockAddr> {
         }
         Family::Local => {
             let p = path.ok_or(Error::Invalid("sockaddr"))?;
-            let bytes = crate::nif::args::string_bytes(p).ok_or(Error::Invalid("sockaddr"))?;
-            crate::unix_path::to_addr(&bytes).ok_or(Error::Invalid("sockaddr"))
+            let bytes = crate::codec::args::string_bytes(p).ok_or(Error::Invalid("sockaddr"))?;
+            crate::core::unix_path::to_addr(&bytes).ok_or(Error::Invalid("sockaddr"))
         }
     }
 }
@@ -223,7 +196,7 @@ pub fn encode<'a>(env: Env<'a>, a: &SockAddr) -> Term<'a> {
             }
         };
     }
-    let path = crate::unix_path::from_addr(a);
+    let path = crate::core::unix_path::from_addr(a);
     let mut bin = rustler::NewBinary::new(env, path.len());
     bin.as_mut_slice().copy_from_slice(&path);
     let path: Term = bin.into();

@@ -7,9 +7,10 @@
 use rustler::{Atom, Encoder, Env, NifResult, Term};
 
 use crate::atoms;
+use crate::codec::args::{self, Sock};
+use crate::codec::reply;
+use crate::core::gen_tcp_opts::{msgq_watermark, send_watermark};
 use crate::error::Error;
-use crate::gen_tcp_opts::{msgq_watermark, send_watermark};
-use crate::nif::args::{self, Sock};
 use crate::socket::{Phase, TcpOpts};
 
 /// One option, decoded.
@@ -97,12 +98,12 @@ pub fn set_opts<'a>(env: Env<'a>, sock: Sock<'a>, list: Term<'a>) -> NifResult<T
     for t in args::proper_list(list)? {
         match decode(t)? {
             Ok(s) => settings.push(s),
-            Err(e) => return args::error(env, e),
+            Err(e) => return reply::error(env, e),
         }
     }
     let mut st = sock.s.lock();
     if st.phase != Phase::Open {
-        return args::error(env, Error::Closed);
+        return reply::error(env, Error::Closed);
     }
     let mut t = st.tcp;
     for s in settings {

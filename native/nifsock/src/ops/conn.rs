@@ -2,14 +2,16 @@
 
 use std::os::fd::RawFd;
 
-use rustler::{Encoder, Env, NifResult, Term};
+use rustler::{Encoder, Env, Term};
+use socket2::SockAddr;
 
-use crate::addr::Family;
 use crate::atoms;
+use crate::codec::args::{Mode, Sock};
+use crate::core::errno::is_would_block;
+use crate::core::family::Family;
+use crate::core::opts;
 use crate::error::{Error, Result};
 use crate::lifecycle;
-use crate::nif::args::{self, Mode, Sock};
-use crate::opts;
 use crate::socket::{Active, Socket, TcpOpts};
 use crate::stats;
 use crate::sys::msg;
@@ -24,40 +26,57 @@ pub fn wrap<'a>(
     family: Family,
     close_may_block: bool,
     tcp: TcpOpts,
-) -> Result<Term<'a>> {
+) -> Result<Sock<'a>> {
     stats::FDS.up();
     let Some(owner) = msg::self_pid(env) else {
-        syscall::close(fd);
-        stats::FDS.down();
+        lifecycle::close_fd(fd, lifecycle::How::Unwrapped);
         return Err(Error::BadArg);
     };
     let Some(owned) = Owned::new(Socket::new(fd, family, owner, close_may_block)) else {
         // Owned::new failed before the Socket was stored: nothing else has the fd.
-        syscall::close(fd);
-        stats::FDS.down();
+        lifecycle::close_fd(fd, lifecycle::How::Unwrapped);
         return Err(Error::Os(libc::ENOMEM));
     };
     let obj = owned.obj();
     let mon = msg::monitor(crate::sys::env::EnvRef::of(env), obj, &owner);
     {
-        let mut st = obj.socket().lock();
+        let mut st = obj.get().lock();
         st.owner_mon = mon;
         st.tcp = tcp;
     }
-    let term = lifecycle::sock_term(env, obj);
-    drop(owned); // the term holds the object now
-    Ok(term)
+    let (res, obj) = owned.into_term(env); // the term holds the object now
+    Ok(Sock {
+        term: (atoms::nifsock_tag(), res).encode(env),
+        obj,
+        s: obj.get(),
+    })
+}
+
+/// What accept did.
+pub enum Accepted<'a> {
+    /// A connection: its new socket.
+    Socket(Sock<'a>),
+    /// None yet: the caller waits for its select message.
+    Select,
+}
+
+/// What connect did.
+pub enum Connected {
+    /// Connected now.
+    Now,
+    /// In progress: the caller waits for its select message, then finishes.
+    Select,
 }
 
 /// socket(2), non-blocking and close-on-exec.
-pub fn open<'a>(env: Env<'a>, family: Family, protocol: i32) -> Result<Term<'a>> {
+pub fn open<'a>(env: Env<'a>, family: Family, protocol: i32) -> Result<Sock<'a>> {
     let fd = syscall::socket(family.raw(), libc::SOCK_STREAM, protocol)?;
     wrap(env, fd, family, false, TcpOpts::default())
 }
 
 /// Adopts a foreign fd (a dup of it unless `dup` is false). Its linger state is
 /// unknown to us, so it is read once here; the close path never asks again.
-pub fn adopt<'a>(env: Env<'a>, fd: RawFd, dup: bool) -> Result<Term<'a>> {
+pub fn adopt<'a>(env: Env<'a>, fd: RawFd, dup: bool) -> Result<Sock<'a>> {
     let mut b = [0u8; 8];
     let n = syscall::getsockopt(fd, libc::SOL_SOCKET, libc::SO_TYPE, &mut b)?;
     if opts::int_parse(b.get(..n).unwrap_or(&[])) != Some(libc::SOCK_STREAM) {
@@ -81,15 +100,11 @@ pub fn adopt<'a>(env: Env<'a>, fd: RawFd, dup: bool) -> Result<Term<'a>> {
     wrap(env, own, family, may_block, TcpOpts::default())
 }
 
-/// accept(L, Handle, Mode): `{ok, S}`, `select`, `{error, R}`.
-pub fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> NifResult<Term<'a>> {
-    let caller = args::caller(env)?;
+/// accept4 on listener `l`: a new socket, `Select` (wait for readiness), or an error.
+pub fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> Result<Accepted<'a>> {
+    let caller = msg::self_pid(env).ok_or(Error::BadArg)?;
     loop {
-        let r = match l.s.with_fd(syscall::accept) {
-            Ok(r) => r,
-            Err(e) => return args::error(env, e),
-        };
-        match r {
+        match l.s.with_fd(syscall::accept)? {
             Ok(fd) => {
                 tracing::trace!(fd, op = "accept");
                 lifecycle::done(env, l.obj, Dir::Read, &caller);
@@ -99,24 +114,20 @@ pub fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> Ni
                     active: Active::Off,
                     ..l.s.lock().tcp
                 };
-                let accepted = wrap(env, fd, l.s.family, l.s.close_may_block(), tcp);
-                if accepted.is_ok() {
-                    l.s.count_accept();
-                }
-                return args::value(env, accepted);
+                let accepted = wrap(env, fd, l.s.family, l.s.close_may_block(), tcp)?;
+                l.s.count_accept();
+                return Ok(Accepted::Socket(accepted));
             }
-            Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
+            Err(e) if is_would_block(e) => {
                 stats::ACCEPTS_EAGAIN.incr();
                 return match mode {
                     Mode::Zero => {
                         lifecycle::done(env, l.obj, Dir::Read, &caller);
-                        args::error(env, Error::Timeout)
+                        Err(Error::Timeout)
                     }
                     Mode::Wait | Mode::Nowait => {
-                        match lifecycle::wait(env, l.obj, l.term, Dir::Read, &caller, handle) {
-                            Ok(()) => Ok(atoms::select().encode(env)),
-                            Err(e) => args::error(env, e),
-                        }
+                        lifecycle::wait(env, l.obj, l.term, Dir::Read, &caller, handle)?;
+                        Ok(Accepted::Select)
                     }
                 };
             }
@@ -125,62 +136,73 @@ pub fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> Ni
             Err(e) => {
                 tracing::debug!(op = "accept", errno = e);
                 lifecycle::done(env, l.obj, Dir::Read, &caller);
-                return args::error(env, Error::Os(e));
+                return Err(Error::Os(e));
             }
         }
     }
 }
 
-/// connect(S, Addr, Handle, Mode): `ok`, `select` (in progress), `{error, R}`.
+/// connect(S, Addr, Handle, Mode): connected now, `Select` (in progress), or an error.
 pub fn connect<'a>(
     env: Env<'a>,
     sock: Sock<'a>,
     addr: Term<'a>,
     handle: Term<'a>,
     mode: Mode,
-) -> NifResult<Term<'a>> {
-    let a = match crate::addr::decode(addr, sock.s.family) {
-        Ok(a) => a,
-        Err(e) => return args::error(env, e),
-    };
-    let caller = args::caller(env)?;
-    let r = match sock.s.with_fd(|fd| syscall::connect(fd, &a)) {
-        Ok(r) => r,
-        Err(e) => return args::error(env, e),
-    };
-    match r {
-        Ok(()) => Ok(atoms::ok().encode(env)),
+) -> Result<Connected> {
+    let a = crate::codec::addr::decode(addr, sock.s.family)?;
+    let caller = msg::self_pid(env).ok_or(Error::BadArg)?;
+    match sock.s.with_fd(|fd| syscall::connect(fd, &a))? {
+        Ok(()) => Ok(Connected::Now),
         Err(e)
             if e == libc::EINPROGRESS || (e == libc::EAGAIN && sock.s.family == Family::Local) =>
         {
             sock.s.lock().connecting = true;
             if mode == Mode::Zero {
-                return args::error(env, Error::Timeout);
+                return Err(Error::Timeout);
             }
-            match lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle) {
-                Ok(()) => Ok(atoms::select().encode(env)),
-                Err(e) => args::error(env, e),
-            }
+            lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle)?;
+            Ok(Connected::Select)
         }
-        Err(e) => args::error(env, Error::Os(e)),
+        Err(e) => Err(Error::Os(e)),
     }
 }
 
 /// Finishes a connect after its select message: reads SO_ERROR.
-pub fn connect_finish<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
-    let caller = args::caller(env)?;
+pub fn connect_finish<'a>(env: Env<'a>, sock: Sock<'a>) -> Result<()> {
+    let caller = msg::self_pid(env).ok_or(Error::BadArg)?;
     let mut b = [0u8; 4];
     let r = sock
         .s
         .with_fd(|fd| syscall::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ERROR, &mut b));
     lifecycle::done(env, sock.obj, Dir::Write, &caller);
     sock.s.lock().connecting = false;
-    match r {
-        Err(e) => args::error(env, e),
-        Ok(Err(e)) => args::error(env, Error::Os(e)),
-        Ok(Ok(_)) => match i32::from_ne_bytes(b) {
-            0 => Ok(atoms::ok().encode(env)),
-            e => args::error(env, Error::Os(e)),
-        },
+    r?.map_err(Error::Os)?;
+    match i32::from_ne_bytes(b) {
+        0 => Ok(()),
+        e => Err(Error::Os(e)),
     }
+}
+
+/// bind(2).
+pub fn bind(sock: Sock, a: &SockAddr) -> Result<()> {
+    sock.s
+        .with_fd(|fd| syscall::bind(fd, a))?
+        .map_err(Error::Os)
+}
+
+/// listen(2); the socket is a listener from now on.
+pub fn listen(sock: Sock, backlog: i32) -> Result<()> {
+    sock.s
+        .with_fd(|fd| syscall::listen(fd, backlog))?
+        .map_err(Error::Os)?;
+    sock.s.lock().listening = true;
+    Ok(())
+}
+
+/// shutdown(2); `how` is SHUT_RD, SHUT_WR or SHUT_RDWR.
+pub fn shutdown(sock: Sock, how: i32) -> Result<()> {
+    sock.s
+        .with_fd(|fd| syscall::shutdown(fd, how))?
+        .map_err(Error::Os)
 }

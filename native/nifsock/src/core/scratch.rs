@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::mem::ManuallyDrop;
 
 /// The most a scratch buffer holds between calls.
-pub const CAP: usize = 64 * 1024;
+pub const CAP: usize = super::limits::SCRATCH_CAP;
 
 thread_local! {
     // ManuallyDrop: no thread-local destructor is registered, so nothing runs

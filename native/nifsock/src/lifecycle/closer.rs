@@ -10,6 +10,13 @@ use std::sync::{Mutex, OnceLock};
 use crate::stats;
 use crate::sys::syscall;
 
+/// close(2) on a socket fd counted in `stats::FDS`: the one call of it (every
+/// path goes through `close::close_fd`, which counts where it ran).
+pub(super) fn release(fd: RawFd) {
+    syscall::close(fd);
+    stats::FDS.down();
+}
+
 static CLOSER: OnceLock<Option<Mutex<Sender<RawFd>>>> = OnceLock::new();
 
 fn start() -> Option<Mutex<Sender<RawFd>>> {
@@ -19,8 +26,7 @@ fn start() -> Option<Mutex<Sender<RawFd>>> {
         .spawn(move || {
             while let Ok(fd) = rx.recv() {
                 tracing::debug!(fd, op = "close", "lingering close on the closer thread");
-                syscall::close(fd);
-                stats::FDS.down();
+                release(fd);
             }
         });
     spawned.ok().map(|_| Mutex::new(tx))
@@ -28,7 +34,7 @@ fn start() -> Option<Mutex<Sender<RawFd>>> {
 
 /// Closes `fd` off the calling thread. Falls back to closing inline if the
 /// thread can't be started (it could block then; logged).
-pub fn close_later(fd: RawFd) {
+pub(super) fn close_later(fd: RawFd) {
     stats::CLOSES_DEFERRED.incr();
     let sent = CLOSER
         .get_or_init(start)
@@ -40,7 +46,6 @@ pub fn close_later(fd: RawFd) {
             op = "close",
             "closer thread unavailable: closing inline"
         );
-        syscall::close(fd);
-        stats::FDS.down();
+        release(fd);
     }
 }

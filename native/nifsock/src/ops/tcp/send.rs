@@ -11,9 +11,11 @@
 use rustler::{Encoder, Env, NifResult, Term};
 
 use crate::atoms;
+use crate::codec::args::{self, Mode, Sock};
+use crate::codec::reply;
+use crate::core::errno::is_would_block;
 use crate::error::Error;
 use crate::lifecycle;
-use crate::nif::args::{self, Mode, Sock};
 use crate::socket::{Phase, SendRest, Socket};
 use crate::stats;
 use crate::sys::iovec::IoVec;
@@ -28,7 +30,7 @@ pub fn timed_out<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<
     let close = {
         let mut st = sock.s.lock();
         if st.phase != Phase::Open {
-            return args::error(env, Error::Closed);
+            return reply::error(env, Error::Closed);
         }
         if st.tcp.send_timeout_close {
             true
@@ -51,7 +53,7 @@ pub fn timed_out<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<
         }
     };
     if close {
-        crate::tcp::close_ended(env, sock);
+        crate::ops::tcp::close_ended(env, sock);
     }
     Ok(atoms::ok().encode(env))
 }
@@ -80,7 +82,7 @@ fn write_rest(s: &Socket, fd: std::os::fd::RawFd, rest: &mut SendRest) -> Flushe
                     return Flushed::Blocked;
                 }
             }
-            Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
+            Err(e) if is_would_block(e) => {
                 stats::WRITES_EAGAIN.incr();
                 return Flushed::Blocked;
             }
@@ -111,7 +113,7 @@ pub fn flush<'a>(
         let mut guard = sock.s.lock();
         let st = &mut *guard;
         if st.phase != Phase::Open {
-            return args::error(env, Error::Closed);
+            return reply::error(env, Error::Closed);
         }
         let outcome = match st.send_rest.as_deref_mut() {
             _ if ahead => Flushed::Blocked,
@@ -133,17 +135,17 @@ pub fn flush<'a>(
         }
         Flushed::Failed(e) => {
             lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            args::error(env, Error::Os(e))
+            reply::error(env, Error::Os(e))
         }
-        Flushed::Gone => args::error(env, Error::Closed),
+        Flushed::Gone => reply::error(env, Error::Closed),
         Flushed::Blocked if mode == Mode::Zero => {
             lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            args::error(env, Error::Timeout)
+            reply::error(env, Error::Timeout)
         }
         Flushed::Blocked => {
             match lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle) {
                 Ok(()) => Ok(atoms::select().encode(env)),
-                Err(e) => args::error(env, e),
+                Err(e) => reply::error(env, e),
             }
         }
     }

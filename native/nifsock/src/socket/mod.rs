@@ -1,8 +1,11 @@
 //! The socket resource: fd ownership, the open → closing → closed state under
 //! one short mutex, and the processes waiting for readiness.
 //!
-//! Locks: `state` (waiters, phase) and `fd` (see `fd_cell`). `state` is never held while `fd` is locked for writing, nor while calling
-//! enif_select(STOP) (its direct stop callback takes `state`).
+//! Locks: `state` (waiters, phase) and `fd` (see `fd_cell`). `state` is never
+//! held while `fd` is locked for writing, nor while calling enif_select(STOP)
+//! (its direct stop callback takes `state`).
+//!
+//! The gen_tcp layer's state (`Active`, `TcpOpts`) is in `tcp.rs`.
 
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
@@ -12,16 +15,18 @@ use std::sync::{Mutex, MutexGuard};
 use rustler::sys::ErlNifPid;
 use rustler::OwnedBinary;
 
-use crate::addr::Family;
-pub use crate::fd_cell::FdCell;
-use crate::gen_tcp_opts::Watermarks;
-use crate::scratch;
+use crate::core::family::Family;
+pub use crate::core::fd_cell::FdCell;
+use crate::core::limits::{SCRATCH_CAP, STREAM_THRESHOLD};
+use crate::core::traffic::Traffic;
 use crate::stats;
 use crate::sys::handles::{HandleStore, Saved};
 use crate::sys::msg::Monitor;
 use crate::sys::select::Dir;
-use crate::sys::syscall;
-use crate::traffic::Traffic;
+
+pub use tcp::{Active, TcpOpts};
+
+mod tcp;
 
 /// Lifecycle of a socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,88 +90,6 @@ pub struct Partial {
     pub buf: OwnedBinary,
     /// Bytes received.
     pub filled: usize,
-}
-
-/// gen_tcp-style active delivery (`nifsock_tcp`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Active {
-    /// Passive: the owner calls recv.
-    #[default]
-    Off,
-    /// `{active, true}`.
-    Forever,
-    /// `{active, once}`: one message, then passive without a passive message.
-    Once,
-    /// `{active, once}` (1) or `{active, N}`: messages left before passive.
-    Count(i32),
-}
-
-/// The `nifsock_tcp` options kept in the socket (inherited by accepted sockets
-/// without a syscall).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TcpOpts {
-    /// Active mode.
-    pub active: Active,
-    /// Packet framing.
-    pub packet: crate::packet::Packet,
-    /// Largest packet accepted (0: no limit).
-    pub packet_size: usize,
-    /// `{line_delimiter, C}`: the byte that ends a `{packet, line}` packet.
-    pub line_delimiter: crate::packet::Delimiter,
-    /// Deliver lists instead of binaries.
-    pub list: bool,
-    /// On a listener: the active mode accepted sockets start in.
-    pub accept_active: Active,
-    /// `send_timeout` in ms (`None`: infinity).
-    pub send_timeout: Option<u32>,
-    /// `exit_on_close` (gen_tcp's default, true): end of stream closes the socket.
-    pub keep_open: bool,
-    /// SO_PRIORITY set through setopt: Linux does not copy it to accepted
-    /// sockets, so `nifsock_tcp` accept sets it (the only per-accept setsockopt,
-    /// and only when a priority was set on the listener).
-    pub priority: Option<i32>,
-    /// `{header, N}`: binary-mode packets start with their first N bytes as a
-    /// list (`gen_tcp_opts::shape`).
-    pub header: u32,
-    /// `{high_watermark, _}` / `{low_watermark, _}`: kept and reported only
-    /// (nifsock_tcp has no driver queue; see the README).
-    pub send_watermarks: Watermarks,
-    /// `{high_msgq_watermark, _}` / `{low_msgq_watermark, _}`: kept and
-    /// reported only (there is no port message queue).
-    pub msgq_watermarks: Watermarks,
-    /// `{delay_send, _}`: kept and reported only.
-    pub delay_send: bool,
-    /// `{send_timeout_close, _}`: a send timeout closes the socket.
-    pub send_timeout_close: bool,
-    /// `{show_econnreset, _}`: a reset is reported as `econnreset`, not as a close.
-    pub show_econnreset: bool,
-    /// `{deliver, port}` (false: `term`, the default): kept and reported only.
-    pub deliver_port: bool,
-}
-
-impl Default for TcpOpts {
-    /// gen_tcp's defaults (`exit_on_close` true, watermarks 8192/4096...),
-    /// except the mode: nifsock_tcp sets it on every socket it makes.
-    fn default() -> TcpOpts {
-        TcpOpts {
-            active: Active::Off,
-            packet: crate::packet::Packet::Raw,
-            packet_size: 0,
-            line_delimiter: crate::packet::Delimiter::default(),
-            list: false,
-            accept_active: Active::Off,
-            send_timeout: None,
-            keep_open: false,
-            priority: None,
-            header: 0,
-            send_watermarks: Watermarks::DEFAULT,
-            msgq_watermarks: Watermarks::DEFAULT,
-            delay_send: false,
-            send_timeout_close: false,
-            show_econnreset: false,
-            deliver_port: false,
-        }
-    }
 }
 
 /// Bytes that a timed-out `nifsock_tcp` send accepted but could not write.
@@ -276,7 +199,7 @@ impl Socket {
             fd: FdCell::new(fd),
             family,
             close_may_block: AtomicBool::new(close_may_block),
-            rcvbuf: AtomicUsize::new(scratch::CAP),
+            rcvbuf: AtomicUsize::new(SCRATCH_CAP),
             last_read: AtomicUsize::new(0),
             drained: AtomicBool::new(false),
             state: Mutex::new(State {
@@ -339,7 +262,7 @@ impl Socket {
 
     /// Whether the last reads were large (read straight into binaries).
     pub fn streaming(&self) -> bool {
-        self.last_read.load(Ordering::Relaxed) >= crate::recv::STREAM_THRESHOLD
+        self.last_read.load(Ordering::Relaxed) >= STREAM_THRESHOLD
     }
 
     /// Records whether the last read emptied the receive queue.
@@ -391,20 +314,6 @@ impl Socket {
     /// Sets `{otp, rcvbuf}`.
     pub fn set_rcvbuf(&self, n: usize) {
         self.rcvbuf.store(n, Ordering::Relaxed);
-    }
-
-    /// Takes the fd and closes it here unless close(2) may block; then the fd is
-    /// returned for the caller to close off the normal schedulers.
-    pub fn take_and_close_nonblocking(&self) -> Option<RawFd> {
-        let fd = self.fd.take()?;
-        if self.close_may_block() {
-            return Some(fd);
-        }
-        tracing::trace!(fd, op = "close", "inline");
-        syscall::close(fd);
-        stats::CLOSES_INLINE.incr();
-        stats::FDS.down();
-        None
     }
 }
 

@@ -1,11 +1,11 @@
-//! Argument decoders and result encoders shared by the NIFs.
+//! Argument decoders shared by the NIFs: the socket term, the call mode,
+//! proper lists, strings and message flags.
 
-use rustler::{Atom, Decoder, Encoder, Env, NifResult, Term};
+use rustler::{Atom, Decoder, Env, NifResult, Term};
 
 use crate::atoms;
-use crate::error::Error;
 use crate::socket::Socket;
-use crate::sys::resource::{Obj, ResArg};
+use crate::sys::resource::Obj;
 
 /// A socket argument: the `{'$nifsock', Resource}` term and what it points to.
 #[derive(Clone, Copy)]
@@ -13,7 +13,7 @@ pub struct Sock<'a> {
     /// The term as the caller passed it (used in select messages).
     pub term: Term<'a>,
     /// The resource object.
-    pub obj: Obj,
+    pub obj: Obj<'a, Socket>,
     /// The socket in it.
     pub s: &'a Socket,
 }
@@ -24,11 +24,11 @@ impl<'a> Decoder<'a> for Sock<'a> {
         if tag != atoms::nifsock_tag() {
             return Err(rustler::Error::BadArg);
         }
-        let r: ResArg<'a> = res.decode()?;
+        let obj = Obj::<Socket>::decode(res).ok_or(rustler::Error::BadArg)?;
         Ok(Sock {
             term,
-            obj: r.obj,
-            s: r.socket,
+            obj,
+            s: obj.get(),
         })
     }
 }
@@ -143,38 +143,6 @@ pub fn msg_flags(term: Term) -> NifResult<i32> {
         };
     }
     Ok(flags)
-}
-
-/// `{error, Reason}`; a BadArg error raises badarg instead.
-pub fn error<'a>(env: Env<'a>, e: Error) -> NifResult<Term<'a>> {
-    if e == Error::BadArg {
-        return Err(rustler::Error::BadArg);
-    }
-    Ok((atoms::error(), e).encode(env))
-}
-
-/// `{error, {Reason, Extra}}`, or `{error, Reason}` when there is no extra.
-pub fn error_with<'a>(env: Env<'a>, e: Error, extra: Option<Term<'a>>) -> NifResult<Term<'a>> {
-    match extra {
-        None => error(env, e),
-        Some(x) => Ok((atoms::error(), (e, x)).encode(env)),
-    }
-}
-
-/// `ok`, or `{error, Reason}`.
-pub fn unit<'a>(env: Env<'a>, r: crate::error::Result<()>) -> NifResult<Term<'a>> {
-    match r {
-        Ok(()) => Ok(atoms::ok().encode(env)),
-        Err(e) => error(env, e),
-    }
-}
-
-/// `{ok, V}`, or `{error, Reason}`.
-pub fn value<'a>(env: Env<'a>, r: crate::error::Result<Term<'a>>) -> NifResult<Term<'a>> {
-    match r {
-        Ok(v) => Ok((atoms::ok(), v).encode(env)),
-        Err(e) => error(env, e),
-    }
 }
 
 /// The calling process's pid (every NIF runs in one).

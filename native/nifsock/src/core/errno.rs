@@ -57,6 +57,11 @@ pub fn name(errno: i32) -> Option<&'static str> {
     Some(n)
 }
 
+/// EAGAIN or (where it differs) EWOULDBLOCK: the call would block.
+pub fn is_would_block(e: i32) -> bool {
+    e == libc::EAGAIN || e == libc::EWOULDBLOCK
+}
+
 #[cfg(test)]
 mod tests {
     use super::name;

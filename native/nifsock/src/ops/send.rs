@@ -1,15 +1,16 @@
 //! send: the iolist's binaries go out with one sendmsg (writev with flags) per
 //! IOV_MAX entries, never flattened into one binary first.
 
-use rustler::{Encoder, Env, NifResult, Term};
+use rustler::{Env, Term};
 
-use crate::atoms;
+use crate::codec::args::{Mode, Sock};
+use crate::core::errno::is_would_block;
 use crate::error::Error;
 use crate::lifecycle;
-use crate::nif::args::{self, Mode, Sock};
 use crate::socket::Socket;
 use crate::stats;
 use crate::sys::iovec::IoVec;
+use crate::sys::msg;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
 
@@ -23,7 +24,7 @@ fn write_all(s: &Socket, fd: std::os::fd::RawFd, entries: &[libc::iovec], flags:
     let mut written = 0usize;
     let mut rest = entries;
     while !rest.is_empty() {
-        let n_entries = rest.len().min(syscall::iov_max());
+        let n_entries = rest.len().min(syscall::IOV_MAX);
         let (chunk, tail) = rest.split_at(n_entries);
         let chunk_bytes: usize = chunk.iter().map(|v| v.iov_len).sum();
         match syscall::sendv(fd, chunk, flags) {
@@ -34,7 +35,7 @@ fn write_all(s: &Socket, fd: std::os::fd::RawFd, entries: &[libc::iovec], flags:
                     return Sent::Partial(written);
                 }
             }
-            Err(e) if e == libc::EAGAIN || e == libc::EWOULDBLOCK => {
+            Err(e) if is_would_block(e) => {
                 stats::WRITES_EAGAIN.incr();
                 return Sent::Partial(written);
             }
@@ -46,9 +47,21 @@ fn write_all(s: &Socket, fd: std::os::fd::RawFd, entries: &[libc::iovec], flags:
     Sent::All
 }
 
-/// send(Sock, IOVec, Flags, Handle, Mode). Returns `ok`, `{select, Written}`
-/// (a select is armed), `{partial, Written}` (Mode zero), `{error, R}` or
-/// `{error, {R, Written}}`.
+/// What a send did.
+pub enum Outcome {
+    /// Everything went out.
+    All,
+    /// This many bytes went out; a select is armed for the rest.
+    Select(usize),
+    /// This many bytes went out (mode zero: no select).
+    More(usize),
+}
+
+/// A failed send: the reason and how many bytes went out before it.
+pub type Failed = (Error, usize);
+
+/// send(Sock, IOVec, Flags, Handle, Mode): the binaries go out with sendmsg,
+/// one call per IOV_MAX entries.
 pub fn send<'a>(
     env: Env<'a>,
     sock: Sock<'a>,
@@ -56,44 +69,34 @@ pub fn send<'a>(
     flags: i32,
     handle: Term<'a>,
     mode: Mode,
-) -> NifResult<Term<'a>> {
-    let iov = IoVec::inspect(env, iov).ok_or(rustler::Error::BadArg)?;
-    let caller = args::caller(env)?;
+) -> Result<Outcome, Failed> {
+    let iov = IoVec::inspect(env, iov).ok_or((Error::BadArg, 0))?;
+    let caller = msg::self_pid(env).ok_or((Error::BadArg, 0))?;
     // Held until this send is done or registered as the current writer.
     let _turn = sock.s.write_turn();
     let sent = if lifecycle::writer_ahead(sock.obj, &caller) {
         // Another send is part-way through: queue behind it, write nothing.
         Sent::Partial(0)
     } else {
-        match sock
-            .s
+        sock.s
             .with_fd(|fd| write_all(sock.s, fd, iov.entries(), flags))
-        {
-            Ok(s) => s,
-            Err(e) => return args::error(env, e),
-        }
+            .map_err(|e| (e, 0))?
     };
     match sent {
         Sent::All => {
             lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            Ok(atoms::ok().encode(env))
-        }
-        Sent::Failed(e, 0) => {
-            lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            args::error(env, Error::Os(e))
+            Ok(Outcome::All)
         }
         Sent::Failed(e, n) => {
             lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            args::error_with(env, Error::Os(e), Some(n.encode(env)))
+            Err((Error::Os(e), n))
         }
         Sent::Partial(n) => match mode {
-            Mode::Zero => Ok((atoms::more(), n).encode(env)),
+            Mode::Zero => Ok(Outcome::More(n)),
             Mode::Wait | Mode::Nowait => {
-                match lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle) {
-                    Ok(()) => Ok((atoms::select(), n).encode(env)),
-                    Err(e) if n == 0 => args::error(env, e),
-                    Err(e) => args::error_with(env, e, Some(n.encode(env))),
-                }
+                lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle)
+                    .map_err(|e| (e, n))?;
+                Ok(Outcome::Select(n))
             }
         },
     }

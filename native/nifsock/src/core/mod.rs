@@ -1,0 +1,15 @@
+//! Pure Rust, no Rustler: errno names, the fd cell, the option table, packet
+//! framing, the scratch buffer, traffic counters, unix paths and the tuning
+//! constants. `native/nifsock_unit` compiles this folder alone to run its
+//! unit tests, so nothing here names `crate::`.
+
+pub mod errno;
+pub mod family;
+pub mod fd_cell;
+pub mod gen_tcp_opts;
+pub mod limits;
+pub mod opts;
+pub mod packet;
+pub mod scratch;
+pub mod traffic;
+pub mod unix_path;

@@ -1,0 +1,260 @@
+//! Waiting for readiness: arming a select for the current waiter, queueing
+//! the others, promoting the next one when a wait is done, cancelling.
+
+use rustler::sys::ErlNifPid;
+use rustler::{Encoder, Env, Term};
+
+use super::ctx::Ctx;
+use super::notice::{notify, Notice};
+use crate::atoms;
+use crate::error::{Error, Result};
+use crate::socket::{Phase, Socket, State, Waiter};
+use crate::stats;
+use crate::sys::env::EnvRef;
+use crate::sys::msg::{self, same_pid};
+use crate::sys::resource::Obj;
+use crate::sys::select::{self, Dir};
+
+/// Registers `caller` as waiting for `dir` readiness. If it is (or becomes) the
+/// current waiter its select is armed; otherwise it queues and will be sent a
+/// select message when its turn comes. On an error the caller is not left
+/// registered (a later close would send it an abort no one waits for).
+pub fn wait<'a>(
+    env: Env<'a>,
+    obj: Obj<'_, Socket>,
+    sock: Term<'a>,
+    dir: Dir,
+    caller: &ErlNifPid,
+    handle: Term<'a>,
+) -> Result<()> {
+    let s = obj.get();
+    let mut guard = s.lock();
+    let st = &mut *guard;
+    if st.phase != Phase::Open {
+        return Err(Error::Closed);
+    }
+    let r = register(env, obj, st, dir, caller, handle).and_then(|arm| {
+        if arm {
+            let fd = s.with_fd(|fd| fd)?;
+            let m = (atoms::nifsock_tag(), sock, atoms::select(), handle).encode(env);
+            select::arm(env, obj, fd, dir, caller, m).map_err(|_| Error::Os(libc::EINVAL))?;
+            st.selected = true;
+            stats::SELECTS.incr();
+            tracing::trace!(fd, op = "select", ?dir);
+        }
+        Ok(())
+    });
+    if r.is_err() {
+        forget(Ctx::Nif(env), obj, st, dir, caller);
+    }
+    r
+}
+
+/// Puts `caller` in `dir`'s waiters; true if it is the current one (its
+/// select is to be armed).
+fn register(
+    env: Env,
+    obj: Obj<'_, Socket>,
+    st: &mut State,
+    dir: Dir,
+    caller: &ErlNifPid,
+    handle: Term,
+) -> Result<bool> {
+    let internal = handle.is_integer();
+    let State {
+        readers,
+        writers,
+        handles,
+        ..
+    } = st;
+    let (q, other) = match dir {
+        Dir::Read => (readers, writers),
+        Dir::Write => (writers, readers),
+    };
+    // The caller re-arming is the only waiter: its old handle is dead, so the
+    // store can start afresh (100,000 nowait polls keep one handle, not all).
+    let alone = q.queue.is_empty() && other.current.is_none() && other.queue.is_empty();
+    match &mut q.current {
+        None => {
+            let saved = handles.save(handle).ok_or(Error::Os(libc::ENOMEM))?;
+            q.current = Some(Waiter::new(*caller, saved, internal));
+            Ok(true)
+        }
+        Some(w) if same_pid(&w.pid, caller) => {
+            if !handles.equals(w.handle, handle) {
+                if alone {
+                    handles.clear();
+                }
+                w.handle = handles.save(handle).ok_or(Error::Os(libc::ENOMEM))?;
+                w.internal = internal;
+            }
+            w.told = false;
+            Ok(true)
+        }
+        Some(w) => {
+            // Someone else is armed. They must be watched while others queue,
+            // or their death would strand the queue.
+            if w.mon.is_none() {
+                w.mon = msg::monitor(EnvRef::of(env), obj, &w.pid);
+            }
+            let saved = handles.save(handle).ok_or(Error::Os(libc::ENOMEM))?;
+            if w.mon.is_none() {
+                // The current waiter is dead: take its place.
+                q.current = Some(Waiter::new(*caller, saved, internal));
+                return Ok(true);
+            }
+            match q.queue.iter_mut().find(|w| same_pid(&w.pid, caller)) {
+                Some(queued) => {
+                    queued.handle = saved;
+                    queued.internal = internal;
+                }
+                None => q.queue.push_back(Waiter::new(*caller, saved, internal)),
+            }
+            Ok(false)
+        }
+    }
+}
+
+/// Removes `caller` from `dir`'s waiters (a failed `wait`), handing the turn on.
+fn forget(ctx: Ctx, obj: Obj<'_, Socket>, st: &mut State, dir: Dir, caller: &ErlNifPid) {
+    let q = st.waiters(dir);
+    if q.current.as_ref().is_some_and(|w| same_pid(&w.pid, caller)) {
+        if let Some(w) = q.current.take() {
+            unwatch(ctx, obj, &w);
+        }
+        promote(ctx, obj, st, dir);
+    } else if let Some(pos) = q.queue.iter().position(|w| same_pid(&w.pid, caller)) {
+        if let Some(w) = q.queue.remove(pos) {
+            unwatch(ctx, obj, &w);
+        }
+    }
+}
+
+/// Hands the turn to the next live queued waiter with a select message.
+pub(super) fn promote(ctx: Ctx, obj: Obj<'_, Socket>, st: &mut State, dir: Dir) {
+    let State {
+        readers,
+        writers,
+        handles,
+        ..
+    } = st;
+    let q = match dir {
+        Dir::Read => readers,
+        Dir::Write => writers,
+    };
+    while let Some(mut next) = q.queue.pop_front() {
+        if !q.queue.is_empty() && next.mon.is_none() {
+            next.mon = msg::monitor(ctx.raw(), obj, &next.pid);
+            if next.mon.is_none() {
+                continue; // died while queued
+            }
+        }
+        notify(ctx, obj, handles, &next.pid, next.handle, Notice::Select);
+        next.told = true;
+        q.current = Some(next);
+        return;
+    }
+}
+
+pub(super) fn unwatch(ctx: Ctx, obj: Obj<'_, Socket>, w: &Waiter) {
+    if let Some(m) = &w.mon {
+        msg::demonitor(ctx.raw(), obj, m);
+    }
+}
+
+/// Whether another process's write is in progress on the socket: one that is
+/// the current write waiter (its partial send waits for room) or queued.
+/// The caller must then queue behind it instead of writing, or the two
+/// sends' bytes would interleave. Call with the socket's write turn held.
+pub fn writer_ahead(obj: Obj<'_, Socket>, caller: &ErlNifPid) -> bool {
+    let s = obj.get();
+    let st = s.lock();
+    match &st.writers.current {
+        Some(w) => !same_pid(&w.pid, caller),
+        None => !st.writers.queue.is_empty(),
+    }
+}
+
+/// `caller` completed an operation in `dir`: it no longer waits.
+pub fn done(env: Env, obj: Obj<'_, Socket>, dir: Dir, caller: &ErlNifPid) {
+    let s = obj.get();
+    let mut st = s.lock();
+    let q = st.waiters(dir);
+    if q.current.is_none() && q.queue.is_empty() {
+        return;
+    }
+    let ctx = Ctx::Nif(env);
+    if q.current.as_ref().is_some_and(|w| same_pid(&w.pid, caller)) {
+        if let Some(w) = q.current.take() {
+            unwatch(ctx, obj, &w);
+        }
+        promote(ctx, obj, &mut st, dir);
+    } else if let Some(pos) = q.queue.iter().position(|w| same_pid(&w.pid, caller)) {
+        if let Some(w) = q.queue.remove(pos) {
+            unwatch(ctx, obj, &w);
+        }
+    }
+    st.compact();
+}
+
+/// Result of `cancel`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Cancelled {
+    /// Removed before any message was sent.
+    Ok,
+    /// A select message was already sent: the caller must flush it.
+    SelectSent,
+    /// No such wait.
+    NotFound,
+}
+
+/// Cancels `caller`'s wait in `dir` with `handle`.
+pub fn cancel(
+    env: Env,
+    obj: Obj<'_, Socket>,
+    dir: Dir,
+    caller: &ErlNifPid,
+    handle: Term,
+) -> Result<Cancelled> {
+    let s = obj.get();
+    let mut guard = s.lock();
+    let st = &mut *guard;
+    if st.phase != Phase::Open {
+        return Err(Error::Closed);
+    }
+    let ctx = Ctx::Nif(env);
+    let State {
+        readers,
+        writers,
+        handles,
+        ..
+    } = st;
+    let q = match dir {
+        Dir::Read => readers,
+        Dir::Write => writers,
+    };
+    let matches = |w: &Waiter| same_pid(&w.pid, caller) && handles.equals(w.handle, handle);
+    let outcome = if q.current.as_ref().is_some_and(matches) {
+        if let Some(w) = q.current.take() {
+            unwatch(ctx, obj, &w);
+        }
+        let fd = s.with_fd(|fd| fd)?;
+        let undefined = atoms::undefined().encode(env).as_c_arg();
+        let was_armed = select::cancel(EnvRef::of(env), obj, fd, dir, undefined);
+        promote(ctx, obj, st, dir);
+        if was_armed {
+            Cancelled::Ok
+        } else {
+            Cancelled::SelectSent
+        }
+    } else if let Some(pos) = q.queue.iter().position(matches) {
+        if let Some(w) = q.queue.remove(pos) {
+            unwatch(ctx, obj, &w);
+        }
+        Cancelled::Ok
+    } else {
+        Cancelled::NotFound
+    };
+    st.compact();
+    Ok(outcome)
+}

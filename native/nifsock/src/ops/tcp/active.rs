@@ -1,0 +1,230 @@
+//! Active mode: delivery from the pump (one `{nifsock, S, Data}` message
+//! per packet, straight from the NIF), turning a socket active (an inline
+//! read first) or passive (`pause`, controlling_process's first step).
+
+use super::{active_term, close_ended, data_term, frame, read_into, tagged, Read};
+use crate::atoms;
+use crate::codec::args::{self, Sock};
+use crate::codec::reply;
+use crate::core::limits::MAX_DELIVERY_READS;
+use crate::core::packet::Found;
+use crate::error::Error;
+use crate::lifecycle;
+use crate::socket::{Active, Phase};
+use crate::sys::msg;
+use crate::sys::select::Dir;
+use rustler::sys::ErlNifPid;
+use rustler::{Encoder, Env, NifResult, Term};
+
+/// Reads and delivers to the owner what the active mode allows; re-arms the
+/// select for `pump` when more may come. Called by the pump on readiness and
+/// by `set_active` when a socket turns active.
+pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<Term<'a>> {
+    let _serial = sock.s.delivery_lock();
+    let (owner, mut opts, mut pending) = {
+        let mut st = sock.s.lock();
+        if st.phase != Phase::Open {
+            return Ok(atoms::ok().encode(env));
+        }
+        if st.tcp.active == Active::Off {
+            drop(st);
+            // No longer active: hand readiness on to whoever waits behind the pump.
+            lifecycle::done(env, sock.obj, Dir::Read, pump);
+            return Ok(atoms::ok().encode(env));
+        }
+        (st.owner, st.tcp, std::mem::take(&mut st.pending))
+    };
+    let rcvbuf = sock.s.rcvbuf();
+    let mut reads = 0;
+    let mut rearm = false;
+    let mut drained = false;
+    let mut ended = false;
+    while opts.active != Active::Off {
+        match frame(&opts, 0, &pending, rcvbuf) {
+            Found::Packet { consumed, payload } => {
+                let data = data_term(env, pending.get(payload).unwrap_or(&[]), &opts);
+                msg::send(env, &owner, (atoms::nifsock(), sock.term, data).encode(env));
+                pending.drain(..consumed.min(pending.len()));
+                opts.active = match opts.active {
+                    Active::Once => Active::Off,
+                    Active::Count(n) if n <= 1 => {
+                        msg::send(
+                            env,
+                            &owner,
+                            tagged(env, atoms::nifsock_passive(), sock.term),
+                        );
+                        Active::Off
+                    }
+                    Active::Count(n) => Active::Count(n - 1),
+                    other => other,
+                };
+            }
+            Found::TooLarge => {
+                // As inet: what was read is dropped with the bad packet.
+                pending.clear();
+                let m = (atoms::nifsock_error(), sock.term, Error::Os(libc::EMSGSIZE)).encode(env);
+                msg::send(env, &owner, m);
+                msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
+                opts.active = Active::Off;
+                ended = true;
+            }
+            Found::Incomplete if drained || reads >= MAX_DELIVERY_READS => {
+                rearm = true;
+                break;
+            }
+            Found::Incomplete => {
+                reads += 1;
+                match read_into(&sock, &mut pending, rcvbuf) {
+                    // Short read: the queue is empty; deliver what framed, then
+                    // arm without the EAGAIN read.
+                    Read::Got(true) => drained = true,
+                    Read::Got(false) => {}
+                    Read::WouldBlock => {
+                        rearm = true;
+                        break;
+                    }
+                    // A reset reads as a close, as gen_tcp without show_econnreset
+                    // (with it: `{nifsock_error, S, econnreset}`, then closed).
+                    Read::Failed(e) if e != libc::ECONNRESET || opts.show_econnreset => {
+                        let m = (atoms::nifsock_error(), sock.term, Error::Os(e)).encode(env);
+                        msg::send(env, &owner, m);
+                        msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
+                        opts.active = Active::Off;
+                        ended = true;
+                    }
+                    Read::Eof | Read::Failed(_) => {
+                        msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
+                        opts.active = Active::Off;
+                        ended = true;
+                    }
+                }
+            }
+        }
+    }
+    {
+        let mut st = sock.s.lock();
+        st.pending = pending;
+        // setopts may have changed the mode meanwhile: only our own count moves.
+        if st.tcp.active != Active::Off {
+            st.tcp.active = opts.active;
+        }
+        if st.tcp.active == Active::Off {
+            rearm = false;
+        }
+    }
+    if ended && !opts.keep_open {
+        lifecycle::done(env, sock.obj, Dir::Read, pump);
+        close_ended(env, sock);
+        return Ok(atoms::ok().encode(env));
+    }
+    if rearm {
+        let handle = atoms::active().encode(env);
+        if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, pump, handle) {
+            tracing::debug!(op = "select", ?e, "active re-arm failed");
+        }
+    } else {
+        lifecycle::done(env, sock.obj, Dir::Read, pump);
+    }
+    Ok(atoms::ok().encode(env))
+}
+
+/// Sets the active mode (`true`, `false`, `once`, or N, additive as inet's)
+/// and, when active, starts delivering for `pump`.
+pub fn set_active<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    value: Term<'a>,
+    pump: Term<'a>,
+) -> NifResult<Term<'a>> {
+    let pump = msg::pid_of(pump).ok_or(rustler::Error::BadArg)?;
+    // Wait for a delivery in progress: once this returns, no message of the
+    // old mode can still be sent (a passive caller must not see late data).
+    let serial = sock.s.delivery_lock();
+    let now = {
+        let mut st = sock.s.lock();
+        if st.phase != Phase::Open {
+            return reply::error(env, Error::Closed);
+        }
+        let next = if let Ok(b) = value.decode::<bool>() {
+            if b {
+                Active::Forever
+            } else {
+                Active::Off
+            }
+        } else if value
+            .decode::<rustler::Atom>()
+            .is_ok_and(|a| a == atoms::once())
+        {
+            Active::Once
+        } else if let Ok(n) = value.decode::<i32>() {
+            if !(-32768..=32767).contains(&n) {
+                return reply::error(env, Error::Invalid("active"));
+            }
+            // A listener counts the mode it passes on to accepted sockets.
+            let listening = st.listening;
+            let slot = if listening {
+                &mut st.tcp.accept_active
+            } else {
+                &mut st.tcp.active
+            };
+            let base = match *slot {
+                Active::Count(c) => c,
+                _ => 0,
+            };
+            let total = base + n;
+            if total > 32767 {
+                return reply::error(env, Error::Invalid("active"));
+            }
+            if total <= 0 {
+                *slot = Active::Off;
+                drop(st);
+                msg::send(
+                    env,
+                    &args::caller(env)?,
+                    tagged(env, atoms::nifsock_passive(), sock.term),
+                );
+                return Ok(atoms::ok().encode(env));
+            }
+            Active::Count(total)
+        } else {
+            return reply::error(env, Error::Invalid("active"));
+        };
+        if st.listening {
+            // A listener doesn't read: it passes the mode on to accepted sockets.
+            st.tcp.accept_active = next;
+            return Ok(atoms::ok().encode(env));
+        }
+        st.tcp.active = next;
+        next
+    };
+    drop(serial);
+    if now == Active::Off {
+        return Ok(atoms::ok().encode(env));
+    }
+    deliver(env, sock, &pump)
+}
+
+/// The first step of `nifsock_tcp:controlling_process/2`, as gen_tcp's: the
+/// owner makes the socket passive (waiting out a delivery in progress), so
+/// no message arrives while it hands over the ones already in its mailbox,
+/// and learns the mode to restore afterwards (a listener's: the mode it
+/// passes on). `{ok, Active}`, or `{error, not_owner | closed}`.
+pub fn pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    let caller = args::caller(env)?;
+    let _serial = sock.s.delivery_lock();
+    let mut guard = sock.s.lock();
+    let st = &mut *guard;
+    if st.phase != Phase::Open {
+        return reply::error(env, Error::Closed);
+    }
+    if !msg::same_pid(&st.owner, &caller) {
+        return reply::error(env, Error::NotOwner);
+    }
+    let slot = if st.listening {
+        &mut st.tcp.accept_active
+    } else {
+        &mut st.tcp.active
+    };
+    let old = std::mem::replace(slot, Active::Off);
+    Ok((atoms::ok(), active_term(env, old)).encode(env))
+}

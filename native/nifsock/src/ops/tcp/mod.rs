@@ -1,0 +1,160 @@
+//! `nifsock_tcp`'s data path: gen_tcp-style active delivery and packet-framed
+//! recv. Here: the reads and framing both share, and the end of a stream;
+//! `active`, `recv`, `accept`, `format`, `opts`, `send` hold the rest.
+//!
+//! An active socket's readiness goes to a shared pump process (one per
+//! scheduler, not per connection), whose NIF call reads and sends the owner
+//! one `{nifsock, S, Data}` message per packet, straight from here. Turning a
+//! socket active first tries to read inline, so data that is already there
+//! costs no select and no pump hop.
+
+use rustler::{Encoder, Env, NewBinary, Term};
+
+use crate::atoms;
+use crate::codec::args::Sock;
+use crate::core::gen_tcp_opts::{self, Shape};
+use crate::core::packet::{self, Bounds, Found, Packet};
+use crate::error::Error;
+use crate::lifecycle;
+use crate::ops::scratch_read::{self, ScratchRead};
+use crate::socket::{Active, TcpOpts};
+use crate::stats;
+
+pub mod accept;
+pub mod active;
+pub mod format;
+pub mod opts;
+pub mod recv;
+pub mod send;
+
+fn binary_term<'a>(env: Env<'a>, bytes: &[u8]) -> Term<'a> {
+    let mut b = NewBinary::new(env, bytes.len());
+    b.as_mut_slice().copy_from_slice(bytes);
+    b.into()
+}
+
+/// A packet as the owner gets it: a binary, a list (list mode), or, in
+/// binary mode with `{header, N}`, `[B1, ..., BN | Rest]` (gen_tcp's shape).
+fn data_term<'a>(env: Env<'a>, bytes: &[u8], opts: &TcpOpts) -> Term<'a> {
+    let shape = if opts.list {
+        Shape::List
+    } else {
+        gen_tcp_opts::shape(bytes.len(), opts.header)
+    };
+    match shape {
+        Shape::Binary => binary_term(env, bytes),
+        Shape::List => {
+            let items: Vec<Term<'a>> = bytes.iter().map(|b| b.encode(env)).collect();
+            items.encode(env)
+        }
+        Shape::Header(n) => {
+            let (head, rest) = bytes.split_at(n.min(bytes.len()));
+            head.iter()
+                .rev()
+                .fold(binary_term(env, rest), |tail, b| tail.list_prepend(*b))
+        }
+    }
+}
+
+enum Read {
+    /// Bytes arrived; `true` when the read came back short (queue emptied).
+    Got(bool),
+    WouldBlock,
+    Eof,
+    Failed(i32),
+}
+
+/// One recv into the scratch buffer, appended to `pending`.
+fn read_into(sock: &Sock, pending: &mut Vec<u8>, rcvbuf: usize) -> Read {
+    let r = sock.s.with_fd(|fd| {
+        match scratch_read::recv(sock.s, fd, rcvbuf, 0, |got| pending.extend_from_slice(got)) {
+            ScratchRead::Bytes((), n) => Read::Got(n < rcvbuf),
+            ScratchRead::Eof => Read::Eof,
+            ScratchRead::WouldBlock => {
+                stats::READS_EAGAIN.incr();
+                Read::WouldBlock
+            }
+            ScratchRead::Interrupted => Read::Got(false),
+            ScratchRead::Failed(e) => Read::Failed(e),
+        }
+    });
+    r.unwrap_or(Read::Failed(libc::EBADF))
+}
+
+/// The first deliverable packet of `pending` under `opts` (`len` > 0 asks
+/// exactly that many bytes in raw mode); `rcvbuf` is the socket's `buffer`,
+/// which bounds a line as inet's buffer does.
+fn frame(opts: &TcpOpts, len: usize, pending: &[u8], rcvbuf: usize) -> Found {
+    match opts.packet {
+        Packet::Raw if len > 0 => {
+            if pending.len() >= len {
+                Found::Packet {
+                    consumed: len,
+                    payload: 0..len,
+                }
+            } else {
+                Found::Incomplete
+            }
+        }
+        p => {
+            let bounds = Bounds {
+                limit: opts.packet_size,
+                trunc: rcvbuf,
+                delimiter: opts.line_delimiter.0,
+            };
+            packet::first(p, pending, bounds)
+        }
+    }
+}
+
+fn tagged<'a>(env: Env<'a>, tag: rustler::Atom, sock: Term<'a>) -> Term<'a> {
+    (tag, sock).encode(env)
+}
+
+/// Closes a socket whose stream ended (`exit_on_close`, gen_tcp's default), or
+/// whose send timed out under `send_timeout_close`. Never blocks: a lingering
+/// close goes to the closer thread.
+pub fn close_ended(env: Env, sock: Sock) {
+    lifecycle::close_never_blocking(lifecycle::Ctx::Nif(env), sock.obj);
+}
+
+/// After a passive recv saw the end of the stream (`reset`: a connection
+/// reset): closes unless `exit_on_close` is off, and returns what recv
+/// returns, as gen_tcp: `{error, closed}`, or `{error, econnreset}` for a
+/// reset under `show_econnreset`.
+pub fn ended<'a>(env: Env<'a>, sock: Sock<'a>, reset: bool) -> Term<'a> {
+    let (keep_open, show) = {
+        let st = sock.s.lock();
+        (st.tcp.keep_open, st.tcp.show_econnreset)
+    };
+    if !keep_open {
+        close_ended(env, sock);
+    }
+    let reason = if reset && show {
+        Error::Os(libc::ECONNRESET)
+    } else {
+        Error::Closed
+    };
+    (atoms::error(), reason).encode(env)
+}
+
+/// Puts bytes back in front of the stream (a timed-out recv's partial data), so
+/// the next recv sees them first, as gen_tcp keeps them.
+pub fn unread<'a>(env: Env<'a>, sock: Sock<'a>, bytes: rustler::Binary<'a>) -> Term<'a> {
+    if !bytes.is_empty() {
+        let mut st = sock.s.lock();
+        let mut v = bytes.as_slice().to_vec();
+        v.extend_from_slice(&st.pending);
+        st.pending = v;
+    }
+    atoms::ok().encode(env)
+}
+
+fn active_term<'a>(env: Env<'a>, a: Active) -> Term<'a> {
+    match a {
+        Active::Off => false.encode(env),
+        Active::Forever => true.encode(env),
+        Active::Once => atoms::once().encode(env),
+        Active::Count(n) => n.encode(env),
+    }
+}

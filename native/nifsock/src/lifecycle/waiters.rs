@@ -132,16 +132,7 @@ fn forget(ctx: Ctx, obj: Obj<'_, Socket>, st: &mut State, dir: Dir, caller: &Erl
 
 /// Hands the turn to the next live queued waiter with a select message.
 pub(super) fn promote(ctx: Ctx, obj: Obj<'_, Socket>, st: &mut State, dir: Dir) {
-    let State {
-        readers,
-        writers,
-        handles,
-        ..
-    } = st;
-    let q = match dir {
-        Dir::Read => readers,
-        Dir::Write => writers,
-    };
+    let (q, handles) = st.waiters_and_handles(dir);
     while let Some(mut next) = q.queue.pop_front() {
         if !q.queue.is_empty() && next.mon.is_none() {
             next.mon = msg::monitor(ctx.raw(), obj, &next.pid);
@@ -223,16 +214,7 @@ pub fn cancel(
         return Err(Error::Closed);
     }
     let ctx = Ctx::Nif(env);
-    let State {
-        readers,
-        writers,
-        handles,
-        ..
-    } = st;
-    let q = match dir {
-        Dir::Read => readers,
-        Dir::Write => writers,
-    };
+    let (q, handles) = st.waiters_and_handles(dir);
     let matches = |w: &Waiter| same_pid(&w.pid, caller) && handles.equals(w.handle, handle);
     let outcome = if q.current.as_ref().is_some_and(matches) {
         if let Some(w) = q.current.take() {

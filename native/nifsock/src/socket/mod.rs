@@ -152,6 +152,15 @@ impl State {
         }
     }
 
+    /// The waiters of `dir` and the handle store, borrowed together.
+    pub fn waiters_and_handles(&mut self, dir: Dir) -> (&mut Waiters, &mut HandleStore) {
+        let q = match dir {
+            Dir::Read => &mut self.readers,
+            Dir::Write => &mut self.writers,
+        };
+        (q, &mut self.handles)
+    }
+
     fn no_waiters(&self) -> bool {
         self.readers.is_empty() && self.writers.is_empty()
     }

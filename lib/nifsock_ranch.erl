@@ -25,7 +25,8 @@
 %%     ranch_tcp's default true, closes the socket after a send timeout);
 %%     `delay_send', the watermarks and `deliver' are kept but work
 %%     differently (README, "Differences from gen_tcp");
-%%     `{inet_backend, _}' is dropped with a warning.</li>
+%%     `{inet_backend, _}' is dropped with a warning (and silently by
+%%     `connect/3,4').</li>
 %% </ul>
 %%
 %% `-behaviour(ranch_transport)' is left out because Ranch is not a dependency
@@ -218,7 +219,10 @@ connect(Host, Port, Opts, Timeout) when is_integer(Port) ->
                  {local, _} -> [local];
                  _ -> []
              end,
-    try nifsock_tcp:connect(Host, Port, Family ++ Opts ++ [binary, {active, false}, {packet, raw}],
+    %% {inet_backend, _} chooses gen_tcp's backend (ranch_tcp passes it on);
+    %% nifsock is the backend here, so it is dropped, as listen/1 drops it.
+    Opts1 = [O || O <- Opts, not (is_tuple(O) andalso element(1, O) =:= inet_backend)],
+    try nifsock_tcp:connect(Host, Port, Family ++ Opts1 ++ [binary, {active, false}, {packet, raw}],
                             Timeout) of
         Result -> Result
     catch

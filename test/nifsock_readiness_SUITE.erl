@@ -81,8 +81,12 @@ readiness_passive_recv(Config) -> run(passive_recv, Config).
 %% with N again delivers the rest, in order.
 readiness_active_n_delivery(Config) -> run(active_n_delivery, Config).
 
-%% @doc Sockets closed while their data is pending in the batch get no
-%% delivery after close returned; a witness in the same batch gets its data.
+%% @doc Sockets closed while their data is pending in the set (readable, not
+%% yet drained) get no delivery after close returned; a witness written last
+%% gets its data from the batch that would have carried theirs. (An event
+%% already taken by a running drain's epoll_wait when a close on another
+%% scheduler wins the race is dropped by the slot generation and phase checks;
+%% that window is not made deterministically here.)
 readiness_close_pending_no_delivery(Config) -> run(close_pending_no_delivery, Config).
 
 %% @doc Owners killed while their sockets' data is pending in the batch: the
@@ -137,6 +141,7 @@ body(active_n_delivery, #{tcp := Tcp}) ->
     [ok = Tcp:close(X) || X <- [C, A, L]],
     ok;
 body(close_pending_no_delivery, #{tcp := Tcp}) ->
+    %% (any active message about a doomed socket counts: data, closed, error)
     #{data := D} = tags(Tcp),
     {ok, L} = Tcp:listen(0, [binary, {active, false}, {reuseaddr, true},
                               {ip, {127, 0, 0, 1}}, {backlog, 128}]),
@@ -160,7 +165,7 @@ body(close_pending_no_delivery, #{tcp := Tcp}) ->
     true = Witnessed orelse
         receive {D, WA, <<"witness">>} -> true after ?T -> error(no_witness) end,
     %% The witness was served by the batch that had the doomed sockets' events.
-    Late = [S || {_, S} <- Doomed, receive {D, S, _} -> true after 0 -> false end],
+    Late = [S || {_, S} <- Doomed, late(Tcp, S)],
     [] = Late,
     %% On nifsock_tcp no batch ran before the closes: the events were pending.
     true = Tcp =:= gen_tcp orelse Before =:= [] orelse error({delivered_before_close, Before}),
@@ -203,11 +208,23 @@ tcp_pair(Tcp, Opts) ->
     {ok, A} = Tcp:accept(L, ?T),
     {L, C, A}.
 
-tags(gen_tcp) -> #{data => tcp, closed => tcp_closed, passive => tcp_passive};
-tags(nifsock_tcp) -> #{data => nifsock, closed => nifsock_closed, passive => nifsock_passive}.
+tags(gen_tcp) ->
+    #{data => tcp, closed => tcp_closed, error => tcp_error, passive => tcp_passive};
+tags(nifsock_tcp) ->
+    #{data => nifsock, closed => nifsock_closed, error => nifsock_error,
+      passive => nifsock_passive}.
 
 setopts(gen_tcp, S, Opts) -> inet:setopts(S, Opts);
 setopts(nifsock_tcp, S, Opts) -> nifsock_tcp:setopts(S, Opts).
+
+late(Tcp, S) ->
+    #{data := D, closed := C, error := E} = tags(Tcp),
+    receive
+        {D, S, _} -> true;
+        {C, S} -> true;
+        {E, S, _} -> true
+    after 0 -> false
+    end.
 
 upto_closed(D, WA, Acc, W) ->
     receive

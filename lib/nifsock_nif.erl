@@ -11,7 +11,8 @@
          tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/7,
          tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
          tcp_shutdown/2, tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2,
-         tcp_flush/3, tcp_pause/1]).
+         tcp_flush/3, tcp_pause/1,
+         readiness_pump/1, readiness_pump_drain/0]).
 
 -nifs([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
        recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
@@ -20,7 +21,8 @@
          tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/7,
          tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
          tcp_shutdown/2, tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2,
-         tcp_flush/3, tcp_pause/1]).
+         tcp_flush/3, tcp_pause/1,
+         readiness_pump/1, readiness_pump_drain/0]).
 
 -on_load(load/0).
 
@@ -35,7 +37,13 @@ load() ->
               D ->
                   D
           end,
-    erlang:load_nif(filename:join(Dir, "libnifsock"), 0).
+    case erlang:load_nif(filename:join(Dir, "libnifsock"), 0) of
+        ok ->
+            %% The readiness source is opt-in (application env `readiness').
+            nifsock_readiness:on_load();
+        Error ->
+            Error
+    end.
 
 -spec open(atom(), atom(), atom() | integer()) -> {ok, sock()} | {error, term()}.
 open(_Domain, _Type, _Protocol) -> erlang:nif_error(nif_not_loaded).
@@ -155,3 +163,9 @@ tcp_getopts(_S) -> erlang:nif_error(nif_not_loaded).
 -spec tcp_recv(sock(), non_neg_integer(), term(), mode()) ->
           {ok, binary() | string()} | select | more | {error, term()}.
 tcp_recv(_S, _Len, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).
+
+-spec readiness_pump(boolean()) -> ok | {error, invalid}.
+readiness_pump(_On) -> erlang:nif_error(nif_not_loaded).
+
+-spec readiness_pump_drain() -> ok | {error, invalid}.
+readiness_pump_drain() -> erlang:nif_error(nif_not_loaded).

@@ -6,10 +6,22 @@
          send/2, close/1, connect/3]).
 
 available() ->
+    ok = readiness(),
     case code:ensure_loaded(?TCP) of
         {module, ?TCP} -> ok;
         Err -> {error, Err}
     end.
+
+%% Backends defining READINESS run nifsock with that readiness source
+%% (application env `readiness', see nifsock_readiness).
+-ifdef(READINESS).
+readiness() ->
+    _ = application:load(nifsock),
+    ok = application:set_env(nifsock, readiness, ?READINESS),
+    nifsock_readiness:start().
+-else.
+readiness() -> ok.
+-endif.
 
 listen(Port, Opts) ->
     case ?TCP:listen(Port, [binary, {active, false}, {packet, raw},

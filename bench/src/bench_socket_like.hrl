@@ -6,6 +6,7 @@
          send/2, close/1, connect/3]).
 
 available() ->
+    ok = readiness(),
     case code:ensure_loaded(?SOCK) of
         {module, ?SOCK} ->
             %% a throwaway socket proves the NIF (if any) is loaded
@@ -15,6 +16,17 @@ available() ->
             end;
         Err -> {error, Err}
     end.
+
+%% Backends defining READINESS run nifsock with that readiness source
+%% (application env `readiness', see nifsock_readiness).
+-ifdef(READINESS).
+readiness() ->
+    _ = application:load(nifsock),
+    ok = application:set_env(nifsock, readiness, ?READINESS),
+    nifsock_readiness:start().
+-else.
+readiness() -> ok.
+-endif.
 
 listen(Port, Opts) ->
     {ok, L} = ?SOCK:open(inet, stream, tcp),

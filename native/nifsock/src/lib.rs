@@ -5,9 +5,9 @@
 //!
 //! # Module map
 //!
-//! Imports run one way, `nif -> ops -> lifecycle -> socket -> sys`; above
-//! `sys/` anything may use `core/`, `codec/`, `atoms`, `error` and `stats`
-//! (`codec` sits beside `lifecycle`). `core/` and `sys/` import only
+//! Imports run one way, `nif -> ops -> lifecycle -> readiness -> socket ->
+//! sys`; above `sys/` anything may use `core/`, `codec/`, `atoms`, `error`
+//! and `stats` (`codec` sits beside `lifecycle`). `core/` and `sys/` import only
 //! themselves. `scripts/check-layers` (run by `make test-rust`) fails on an
 //! import cycle or an import against this order.
 //!
@@ -21,6 +21,12 @@
 //!   (the close protocol, the linger rule, `close_fd`), `closer` (the closer
 //!   thread), `callbacks` (ERTS stop, down = owner death, dtor), `notice`
 //!   (select/abort messages), `ctx`.
+//! - `readiness/`: the opt-in readiness source (application env `readiness`:
+//!   `driver` or `pump`; off by default): nifsock's own epoll set with
+//!   generation-tagged slots (`set`), the per-socket read arm (`arm`) that
+//!   `lifecycle` calls, and the batch (`drain`), which serves active sockets
+//!   through the delivery `ops::tcp::active` hands it at load (the one call
+//!   upwards, made through a function pointer so imports stay one way).
 //! - `socket/`: the resource's state (`Socket`, `State`, `Phase`, waiters,
 //!   partial reads); `socket/tcp.rs` the gen_tcp layer's (`Active`, `TcpOpts`).
 //! - `codec/`: terms <-> Rust: argument decoders (`args`), addresses, replies.
@@ -29,7 +35,10 @@
 //!   counters, unix paths, `limits` (the tuning constants).
 //! - `sys/`: the only `unsafe`: a generic resource type (`Kind`, `Owned<T>`,
 //!   `Obj<'a, T>`), selects, monitors and messages, saved handles, iovecs,
-//!   and the system calls (through socket2 and nix where they have them).
+//!   and the system calls (through socket2 and nix where they have them);
+//!   `driver` (a minimal ERTS driver in the same object, for the readiness
+//!   set's port), `epoll` (the set), `setres` (the resource the pump source's
+//!   `enif_select` on the set's fd needs).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -40,6 +49,7 @@ mod error;
 mod lifecycle;
 mod nif;
 mod ops;
+mod readiness;
 mod socket;
 mod stats;
 mod sys;
@@ -48,7 +58,11 @@ use rustler::{Env, Term};
 
 fn load(env: Env, _info: Term) -> bool {
     init_tracing();
-    sys::resource::register::<socket::Socket>(env)
+    // The readiness layer serves active sockets through ops/tcp/active (it
+    // sits below ops, so the delivery is handed to it here); it stays off
+    // unless `nifsock_readiness` starts a source.
+    readiness::install(ops::tcp::active::deliver_from_drain);
+    sys::setres::register(env) && sys::resource::register::<socket::Socket>(env)
 }
 
 /// A stderr subscriber, only when NIFSOCK_LOG is set (e.g. `debug`,

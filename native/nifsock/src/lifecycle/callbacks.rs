@@ -11,6 +11,7 @@ use super::close::{
 use super::ctx::Ctx;
 use super::notice::undefined_in;
 use super::waiters::promote;
+use crate::readiness;
 use crate::socket::{Phase, Socket, State};
 use crate::sys::env::EnvRef;
 use crate::sys::msg::{same_pid, Monitor};
@@ -79,7 +80,9 @@ fn waiter_died(ctx: Ctx, obj: Obj<'_, Socket>, st: &mut State, pid: &ErlNifPid, 
         {
             q.current = None;
             if st.phase == Phase::Open {
-                if let Ok(fd) = obj.get().with_fd(|fd| fd) {
+                if dir == Dir::Read && readiness::registered(st) {
+                    readiness::cancel(st);
+                } else if let Ok(fd) = obj.get().with_fd(|fd| fd) {
                     select::cancel(ctx.raw(), obj, fd, dir, undefined_in(ctx.raw()));
                 }
                 promote(ctx, obj, st, dir);

@@ -10,6 +10,7 @@ use super::ctx::Ctx;
 use super::notice::{notify, undefined_in, Notice};
 use super::waiters::unwatch;
 use crate::error::{Error, Result};
+use crate::readiness;
 use crate::socket::{Phase, Socket, State, Waiter};
 use crate::stats;
 use crate::sys::msg::{self};
@@ -30,12 +31,20 @@ pub enum Closed {
 /// poll set (STOP) and is closed exactly once.
 pub fn close(ctx: Ctx, obj: Obj<'_, Socket>) -> Result<Closed> {
     let s = obj.get();
+    // The readiness slot's reference: dropped at the end, with no lock held.
+    let mut rd_slot = None;
     let selected = {
         let mut st = s.lock();
         if st.phase != Phase::Open {
             return Err(Error::Closed);
         }
         st.phase = Phase::Closing;
+        // A read wait armed in the readiness set: disarmed (its waiter gets the
+        // abort), then the fd leaves the set while still open.
+        let rd_armed = readiness::registered(&st).then(|| readiness::cancel(&mut st));
+        if rd_armed.is_some() {
+            rd_slot = readiness::unregister(&mut st, s.with_fd(|fd| fd).ok());
+        }
         if let Some(m) = st.owner_mon.take() {
             msg::demonitor(ctx.raw(), obj, &m);
         }
@@ -48,7 +57,7 @@ pub fn close(ctx: Ctx, obj: Obj<'_, Socket>) -> Result<Closed> {
         for (dir, q) in [(Dir::Read, readers), (Dir::Write, writers)] {
             if let Some(w) = q.current.take() {
                 unwatch(ctx, obj, &w);
-                if !told_to_retry(ctx, obj, s, dir, &w) {
+                if !told_to_retry(ctx, obj, s, dir, &w, rd_armed) {
                     notify(ctx, obj, handles, &w.pid, w.handle, Notice::AbortClosed);
                 }
             }
@@ -81,11 +90,14 @@ pub fn close(ctx: Ctx, obj: Obj<'_, Socket>) -> Result<Closed> {
     if !stop_scheduled {
         st.phase = Phase::Closed;
     }
-    Ok(if st.pending_close.is_some() {
+    let r = if st.pending_close.is_some() {
         Closed::Lingering
     } else {
         Closed::Done
-    })
+    };
+    drop(st);
+    drop(rd_slot);
+    Ok(r)
 }
 
 /// Whether the current waiter `w` of `dir` already has (or is being sent) its
@@ -94,12 +106,24 @@ pub fn close(ctx: Ctx, obj: Obj<'_, Socket>) -> Result<Closed> {
 /// stay behind in its mailbox. Its select is cancelled here when still armed
 /// (then it is not told, and gets the abort). Users' nowait waits get their
 /// abort regardless, as socket sends it, and pay no cancel.
-fn told_to_retry(ctx: Ctx, obj: Obj<'_, Socket>, s: &Socket, dir: Dir, w: &Waiter) -> bool {
+/// `rd_armed`: the socket was in the readiness set, and whether its read wait
+/// was armed there (then reads have no enif_select to cancel).
+fn told_to_retry(
+    ctx: Ctx,
+    obj: Obj<'_, Socket>,
+    s: &Socket,
+    dir: Dir,
+    w: &Waiter,
+    rd_armed: Option<bool>,
+) -> bool {
     if !w.internal {
         return false;
     }
     if w.told {
         return true;
+    }
+    if let (Dir::Read, Some(armed)) = (dir, rd_armed) {
+        return !armed;
     }
     match s.with_fd(|fd| fd) {
         Ok(fd) => !select::cancel(ctx.raw(), obj, fd, dir, undefined_in(ctx.raw())),

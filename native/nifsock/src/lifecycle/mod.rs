@@ -18,4 +18,5 @@ mod waiters;
 
 pub use close::{close, close_fd, close_never_blocking, finish_lingering_close, Closed, How};
 pub use ctx::Ctx;
-pub use waiters::{cancel, done, wait, writer_ahead, Cancelled};
+pub use notice::sock_term;
+pub use waiters::{cancel, done, done_ctx, wait, writer_ahead, Cancelled};

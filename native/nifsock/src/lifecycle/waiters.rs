@@ -8,6 +8,7 @@ use super::ctx::Ctx;
 use super::notice::{notify, Notice};
 use crate::atoms;
 use crate::error::{Error, Result};
+use crate::readiness;
 use crate::socket::{Phase, Socket, State, Waiter};
 use crate::stats;
 use crate::sys::env::EnvRef;
@@ -37,6 +38,17 @@ pub fn wait<'a>(
         if arm {
             let fd = s.with_fd(|fd| fd)?;
             let m = (atoms::nifsock_tag(), sock, atoms::select(), handle).encode(env);
+            if dir == Dir::Read {
+                // The readiness set, when on: no system call once registered.
+                match readiness::arm(obj, st, fd) {
+                    Some(readiness::Arm::Armed) => return Ok(()),
+                    Some(readiness::Arm::ReadyNow) => {
+                        msg::send(env, caller, m);
+                        return Ok(());
+                    }
+                    None => {}
+                }
+            }
             select::arm(env, obj, fd, dir, caller, m).map_err(|_| Error::Os(libc::EINVAL))?;
             st.selected = true;
             stats::SELECTS.incr();
@@ -168,13 +180,17 @@ pub fn writer_ahead(obj: Obj<'_, Socket>, caller: &ErlNifPid) -> bool {
 
 /// `caller` completed an operation in `dir`: it no longer waits.
 pub fn done(env: Env, obj: Obj<'_, Socket>, dir: Dir, caller: &ErlNifPid) {
+    done_ctx(Ctx::Nif(env), obj, dir, caller);
+}
+
+/// [`done`] from a NIF or a callback (a readiness drain).
+pub fn done_ctx(ctx: Ctx, obj: Obj<'_, Socket>, dir: Dir, caller: &ErlNifPid) {
     let s = obj.get();
     let mut st = s.lock();
     let q = st.waiters(dir);
     if q.current.is_none() && q.queue.is_empty() {
         return;
     }
-    let ctx = Ctx::Nif(env);
     if q.current.as_ref().is_some_and(|w| same_pid(&w.pid, caller)) {
         if let Some(w) = q.current.take() {
             unwatch(ctx, obj, &w);
@@ -221,8 +237,12 @@ pub fn cancel(
             unwatch(ctx, obj, &w);
         }
         let fd = s.with_fd(|fd| fd)?;
-        let undefined = atoms::undefined().encode(env).as_c_arg();
-        let was_armed = select::cancel(EnvRef::of(env), obj, fd, dir, undefined);
+        let was_armed = if dir == Dir::Read && readiness::registered(st) {
+            readiness::cancel(st)
+        } else {
+            let undefined = atoms::undefined().encode(env).as_c_arg();
+            select::cancel(EnvRef::of(env), obj, fd, dir, undefined)
+        };
         promote(ctx, obj, st, dir);
         if was_armed {
             Cancelled::Ok

@@ -4,4 +4,5 @@ pub mod conn;
 pub mod io;
 pub mod misc;
 pub mod opt;
+pub mod readiness;
 pub mod tcp;

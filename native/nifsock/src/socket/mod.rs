@@ -26,6 +26,7 @@ use crate::sys::select::Dir;
 
 pub use tcp::{Active, TcpOpts};
 
+pub mod rd;
 mod tcp;
 
 /// Lifecycle of a socket.
@@ -141,6 +142,8 @@ pub struct State {
     pub pending: Vec<u8>,
     /// The unsent rest of timed-out `nifsock_tcp` sends.
     pub send_rest: Option<Box<SendRest>>,
+    /// Read readiness from nifsock's own epoll set (when that path is on).
+    pub rd: rd::SockRd,
 }
 
 impl State {
@@ -225,6 +228,7 @@ impl Socket {
                 connecting: false,
                 tcp: TcpOpts::default(),
                 pending: Vec::new(),
+                rd: rd::SockRd::default(),
                 send_rest: None,
             }),
             delivery: Mutex::new(()),

@@ -5,10 +5,13 @@
 //! Each public function here is safe to call; the `unsafe` blocks inside carry
 //! a `// SAFETY:` comment saying why the call is sound.
 
+pub mod driver;
 pub mod env;
+pub mod epoll;
 pub mod handles;
 pub mod iovec;
 pub mod msg;
 pub mod resource;
 pub mod select;
+pub mod setres;
 pub mod syscall;

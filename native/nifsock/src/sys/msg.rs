@@ -4,7 +4,7 @@
 use std::mem::MaybeUninit;
 
 use rustler::sys::{
-    enif_alloc_env, enif_compare_monitors, enif_demonitor_process, enif_free_env,
+    enif_alloc_env, enif_clear_env, enif_compare_monitors, enif_demonitor_process, enif_free_env,
     enif_monitor_process, enif_self, enif_send, ErlNifEnv, ErlNifMonitor, ErlNifPid, ErlNifTerm,
 };
 use rustler::{Env, LocalPid, Term};
@@ -117,6 +117,41 @@ impl MsgEnv {
     pub fn send(&self, caller: EnvRef, pid: &ErlNifPid, msg: ErlNifTerm) -> bool {
         // SAFETY: msg was built in self.0; caller is a callback env or NULL, both allowed.
         unsafe { enif_send(caller.raw(), pid, self.0, msg) != 0 }
+    }
+}
+
+impl MsgEnv {
+    /// This env as the caller env of erl_nif calls made from a driver callback:
+    /// a process-independent env (its process id is ERTS_INVALID_PID), the
+    /// same shape as the envs ERTS hands resource callbacks.
+    pub fn caller(&self) -> EnvRef {
+        EnvRef::from_callback(self.0)
+    }
+
+    /// Builds a message with `f` in this env, sends it to `pid` and empties
+    /// the env for the next message. `caller`: the running NIF's env, or None
+    /// from a driver callback (a port task on a normal scheduler). False if
+    /// `pid` is not alive.
+    pub fn emit_from(
+        &self,
+        caller: Option<Env>,
+        pid: &ErlNifPid,
+        f: impl for<'a> FnOnce(Env<'a>) -> Term<'a>,
+    ) -> bool {
+        let m = self.with(|env| f(env).as_c_arg());
+        let caller = caller.map_or(std::ptr::null_mut(), |e| e.as_c_arg());
+        // SAFETY: m was built in self.0; caller is the running NIF's env or
+        // NULL. A NULL caller env is what a driver callback can pass: on a
+        // normal scheduler enif_send then looks the receiver up with
+        // erts_proc_lookup (the thread is managed) and queues with
+        // erts_queue_message, taking only the receiver's msgq lock, which
+        // ranks after the port lock the callback holds (erl_lock_check.c);
+        // see doc/readiness-research.md.
+        let ok = unsafe { enif_send(caller, pid, self.0, m) != 0 };
+        // SAFETY: self.0 is our env; after a send its heap belongs to the
+        // message, so it must be cleared before reuse (and on failure too).
+        unsafe { enif_clear_env(self.0) };
+        ok
     }
 }
 

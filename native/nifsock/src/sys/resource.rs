@@ -16,10 +16,10 @@ use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use rustler::sys::{
-    enif_alloc_resource, enif_get_resource, enif_init_resource_type, enif_make_resource,
-    enif_release_resource, ErlNifEnv, ErlNifEvent, ErlNifMonitor, ErlNifPid, ErlNifResourceDown,
-    ErlNifResourceDtor, ErlNifResourceFlags, ErlNifResourceStop, ErlNifResourceType,
-    ErlNifResourceTypeInit,
+    enif_alloc_resource, enif_get_resource, enif_init_resource_type, enif_keep_resource,
+    enif_make_resource, enif_release_resource, ErlNifEnv, ErlNifEvent, ErlNifMonitor, ErlNifPid,
+    ErlNifResourceDown, ErlNifResourceDtor, ErlNifResourceFlags, ErlNifResourceStop,
+    ErlNifResourceType, ErlNifResourceTypeInit,
 };
 use rustler::{Env, Term};
 
@@ -270,6 +270,54 @@ impl<T> Drop for Owned<T> {
     fn drop(&mut self) {
         // SAFETY: we hold the reference enif_alloc_resource returned; releasing it
         // once here is the matching release.
+        unsafe { enif_release_resource(self.ptr) };
+    }
+}
+
+/// A counted reference to a live object, taken with `enif_keep_resource`
+/// (the readiness slot table holds one per registered socket); released on
+/// drop. While it is held the object stays alive, so [`Kept::obj`] borrows it
+/// for as long as the `Kept` is borrowed.
+pub struct Kept<T> {
+    ptr: *mut c_void,
+    _value: PhantomData<T>,
+}
+
+// SAFETY: as for Obj: ERTS allows a held resource to be used from any thread,
+// and the value is only reached as `&T`.
+unsafe impl<T: Sync> Send for Kept<T> {}
+// SAFETY: as above.
+unsafe impl<T: Sync> Sync for Kept<T> {}
+
+impl<T> Kept<T> {
+    /// Takes a reference on `obj` (alive for the borrow, so its count is > 0).
+    pub fn new(obj: Obj<'_, T>) -> Kept<T> {
+        // SAFETY: obj is alive (Obj's contract), so its reference count is > 0.
+        unsafe { enif_keep_resource(obj.ptr) };
+        Kept {
+            ptr: obj.ptr,
+            _value: PhantomData,
+        }
+    }
+
+    /// The object, borrowed while this reference is held.
+    pub fn obj(&self) -> Obj<'_, T> {
+        Obj {
+            ptr: self.ptr,
+            _life: PhantomData,
+        }
+    }
+}
+
+impl<T> Clone for Kept<T> {
+    fn clone(&self) -> Kept<T> {
+        Kept::new(self.obj())
+    }
+}
+
+impl<T> Drop for Kept<T> {
+    fn drop(&mut self) {
+        // SAFETY: matches the enif_keep_resource in `new`.
         unsafe { enif_release_resource(self.ptr) };
     }
 }

@@ -10,49 +10,94 @@ use crate::core::limits::MAX_DELIVERY_READS;
 use crate::core::packet::Found;
 use crate::error::Error;
 use crate::lifecycle;
-use crate::socket::{Active, Phase};
+use crate::readiness;
+use crate::socket::{Active, Phase, Socket};
 use crate::sys::msg;
+use crate::sys::resource::Obj;
 use crate::sys::select::Dir;
 use rustler::sys::ErlNifPid;
 use rustler::{Encoder, Env, NifResult, Term};
 
-/// Reads and delivers to the owner what the active mode allows; re-arms the
-/// select for `pump` when more may come. Called by the pump on readiness and
-/// by `set_active` when a socket turns active.
-pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<Term<'a>> {
-    let _serial = sock.s.delivery_lock();
-    let (owner, mut opts, mut pending) = {
-        let mut st = sock.s.lock();
+/// Where a delivery runs.
+enum Via<'a, 'm, 'o> {
+    /// A NIF call (the pump's, or `set_active`'s), with the socket term.
+    Nif(Env<'a>, Term<'a>),
+    /// A readiness drain (the driver's `ready_input` or the pump source's NIF).
+    Drain(&'m readiness::Out<'o>),
+}
+
+impl Via<'_, '_, '_> {
+    /// Sends the owner the message `f` builds (given an env and the socket term).
+    fn emit(
+        &self,
+        obj: Obj<'_, Socket>,
+        pid: &ErlNifPid,
+        f: impl for<'b> FnOnce(Env<'b>, Term<'b>) -> Term<'b>,
+    ) {
+        match self {
+            Via::Nif(env, sock) => {
+                msg::send(*env, pid, f(*env, *sock));
+            }
+            Via::Drain(out) => {
+                out.emit(pid, |env| {
+                    let sock = lifecycle::sock_term(env, obj);
+                    f(env, sock)
+                });
+            }
+        }
+    }
+}
+
+/// How a delivery ended.
+enum End {
+    /// Closed meanwhile: nothing to do.
+    Nothing,
+    /// No longer active (or nothing more may come): stop waiting.
+    Done,
+    /// Wait for more; `more`: it stopped at its read bound, data may be left.
+    Rearm { more: bool },
+    /// The stream ended and `exit_on_close` closes the socket.
+    Close,
+}
+
+/// The delivery loop shared by the pump's NIF and a readiness drain.
+fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> End {
+    let s = obj.get();
+    let (owner, mut opts, mut pending, hup) = {
+        let mut st = s.lock();
         if st.phase != Phase::Open {
-            return Ok(atoms::ok().encode(env));
+            return End::Nothing;
         }
         if st.tcp.active == Active::Off {
-            drop(st);
-            // No longer active: hand readiness on to whoever waits behind the pump.
-            lifecycle::done(env, sock.obj, Dir::Read, pump);
-            return Ok(atoms::ok().encode(env));
+            return End::Done;
         }
-        (st.owner, st.tcp, std::mem::take(&mut st.pending))
+        (
+            st.owner,
+            st.tcp,
+            std::mem::take(&mut st.pending),
+            readiness::hup(&st),
+        )
     };
-    let rcvbuf = sock.s.rcvbuf();
+    let rcvbuf = s.rcvbuf();
     let mut reads = 0;
     let mut rearm = false;
+    let mut more = false;
     let mut drained = false;
     let mut ended = false;
     while opts.active != Active::Off {
         match frame(&opts, 0, &pending, rcvbuf) {
             Found::Packet { consumed, payload } => {
-                let data = data_term(env, pending.get(payload).unwrap_or(&[]), &opts);
-                msg::send(env, &owner, (atoms::nifsock(), sock.term, data).encode(env));
+                let bytes = pending.get(payload).unwrap_or(&[]);
+                via.emit(obj, &owner, |env, sock| {
+                    (atoms::nifsock(), sock, data_term(env, bytes, &opts)).encode(env)
+                });
                 pending.drain(..consumed.min(pending.len()));
                 opts.active = match opts.active {
                     Active::Once => Active::Off,
                     Active::Count(n) if n <= 1 => {
-                        msg::send(
-                            env,
-                            &owner,
-                            tagged(env, atoms::nifsock_passive(), sock.term),
-                        );
+                        via.emit(obj, &owner, |env, sock| {
+                            tagged(env, atoms::nifsock_passive(), sock)
+                        });
                         Active::Off
                     }
                     Active::Count(n) => Active::Count(n - 1),
@@ -62,22 +107,27 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
             Found::TooLarge => {
                 // As inet: what was read is dropped with the bad packet.
                 pending.clear();
-                let m = (atoms::nifsock_error(), sock.term, Error::Os(libc::EMSGSIZE)).encode(env);
-                msg::send(env, &owner, m);
-                msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
+                via.emit(obj, &owner, |env, sock| {
+                    (atoms::nifsock_error(), sock, Error::Os(libc::EMSGSIZE)).encode(env)
+                });
+                via.emit(obj, &owner, |env, sock| {
+                    tagged(env, atoms::nifsock_closed(), sock)
+                });
                 opts.active = Active::Off;
                 ended = true;
             }
             Found::Incomplete if drained || reads >= MAX_DELIVERY_READS => {
                 rearm = true;
+                more = !drained;
                 break;
             }
             Found::Incomplete => {
                 reads += 1;
-                match read_into(&sock, &mut pending, rcvbuf) {
+                match read_into(s, &mut pending, rcvbuf) {
                     // Short read: the queue is empty; deliver what framed, then
-                    // arm without the EAGAIN read.
-                    Read::Got(true) => drained = true,
+                    // arm without the EAGAIN read. (Not after a hang-up seen by
+                    // the readiness set: the end of stream is still to read.)
+                    Read::Got(true) => drained = !hup,
                     Read::Got(false) => {}
                     Read::WouldBlock => {
                         rearm = true;
@@ -86,14 +136,19 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
                     // A reset reads as a close, as gen_tcp without show_econnreset
                     // (with it: `{nifsock_error, S, econnreset}`, then closed).
                     Read::Failed(e) if e != libc::ECONNRESET || opts.show_econnreset => {
-                        let m = (atoms::nifsock_error(), sock.term, Error::Os(e)).encode(env);
-                        msg::send(env, &owner, m);
-                        msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
+                        via.emit(obj, &owner, |env, sock| {
+                            (atoms::nifsock_error(), sock, Error::Os(e)).encode(env)
+                        });
+                        via.emit(obj, &owner, |env, sock| {
+                            tagged(env, atoms::nifsock_closed(), sock)
+                        });
                         opts.active = Active::Off;
                         ended = true;
                     }
                     Read::Eof | Read::Failed(_) => {
-                        msg::send(env, &owner, tagged(env, atoms::nifsock_closed(), sock.term));
+                        via.emit(obj, &owner, |env, sock| {
+                            tagged(env, atoms::nifsock_closed(), sock)
+                        });
                         opts.active = Active::Off;
                         ended = true;
                     }
@@ -102,7 +157,7 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
         }
     }
     {
-        let mut st = sock.s.lock();
+        let mut st = s.lock();
         st.pending = pending;
         // setopts may have changed the mode meanwhile: only our own count moves.
         if st.tcp.active != Active::Off {
@@ -113,19 +168,54 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
         }
     }
     if ended && !opts.keep_open {
-        lifecycle::done(env, sock.obj, Dir::Read, pump);
-        close_ended(env, sock);
-        return Ok(atoms::ok().encode(env));
-    }
-    if rearm {
-        let handle = atoms::active().encode(env);
-        if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, pump, handle) {
-            tracing::debug!(op = "select", ?e, "active re-arm failed");
-        }
+        End::Close
+    } else if rearm {
+        End::Rearm { more }
     } else {
-        lifecycle::done(env, sock.obj, Dir::Read, pump);
+        End::Done
+    }
+}
+
+/// Reads and delivers to the owner what the active mode allows; re-arms the
+/// select for `pump` when more may come. Called by the pump on readiness and
+/// by `set_active` when a socket turns active.
+pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<Term<'a>> {
+    let _serial = sock.s.delivery_lock();
+    match deliver_in(&Via::Nif(env, sock.term), sock.obj) {
+        End::Nothing => {}
+        End::Done => lifecycle::done(env, sock.obj, Dir::Read, pump),
+        End::Close => {
+            lifecycle::done(env, sock.obj, Dir::Read, pump);
+            close_ended(env, sock);
+        }
+        End::Rearm { more } => {
+            if more && readiness::enabled() {
+                readiness::note_more(&mut sock.s.lock());
+            }
+            let handle = atoms::active().encode(env);
+            if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, pump, handle) {
+                tracing::debug!(op = "select", ?e, "active re-arm failed");
+            }
+        }
     }
     Ok(atoms::ok().encode(env))
+}
+
+/// A readiness drain's delivery for an active socket whose read waiter is its
+/// pump `pump`: the same as the pump's, without the pump hop (installed as
+/// the readiness layer's `Deliver` hook by `load`).
+pub fn deliver_from_drain(obj: Obj<'_, Socket>, pump: &ErlNifPid, out: &readiness::Out) {
+    let _serial = obj.get().delivery_lock();
+    let ctx = lifecycle::Ctx::Callback(out.caller_env());
+    match deliver_in(&Via::Drain(out), obj) {
+        End::Nothing => {}
+        End::Done => lifecycle::done_ctx(ctx, obj, Dir::Read, pump),
+        End::Close => {
+            lifecycle::done_ctx(ctx, obj, Dir::Read, pump);
+            lifecycle::close_never_blocking(ctx, obj);
+        }
+        End::Rearm { more } => readiness::rearm_direct(obj, more),
+    }
 }
 
 /// Sets the active mode (`true`, `false`, `once`, or N, additive as inet's)

@@ -17,7 +17,7 @@ use crate::core::packet::{self, Bounds, Found, Packet};
 use crate::error::Error;
 use crate::lifecycle;
 use crate::ops::scratch_read::{self, ScratchRead};
-use crate::socket::{Active, TcpOpts};
+use crate::socket::{Active, Socket, TcpOpts};
 use crate::stats;
 
 pub mod accept;
@@ -65,9 +65,9 @@ enum Read {
 }
 
 /// One recv into the scratch buffer, appended to `pending`.
-fn read_into(sock: &Sock, pending: &mut Vec<u8>, rcvbuf: usize) -> Read {
-    let r = sock.s.with_fd(|fd| {
-        match scratch_read::recv(sock.s, fd, rcvbuf, 0, |got| pending.extend_from_slice(got)) {
+fn read_into(s: &Socket, pending: &mut Vec<u8>, rcvbuf: usize) -> Read {
+    let r = s.with_fd(|fd| {
+        match scratch_read::recv(s, fd, rcvbuf, 0, |got| pending.extend_from_slice(got)) {
             ScratchRead::Bytes((), n) => Read::Got(n < rcvbuf),
             ScratchRead::Eof => Read::Eof,
             ScratchRead::WouldBlock => {

@@ -74,7 +74,7 @@ pub fn recv<'a>(
                 drop(pending);
                 return reply::error(env, Error::Os(libc::EMSGSIZE));
             }
-            Found::Incomplete => match read_into(&sock, &mut pending, rcvbuf) {
+            Found::Incomplete => match read_into(sock.s, &mut pending, rcvbuf) {
                 Read::Got(_) => {}
                 Read::WouldBlock => {
                     put_back(pending);

@@ -1,0 +1,93 @@
+//! Arming, disarming and unregistering a socket's read wait (under its state
+//! lock, held by the caller).
+
+use std::os::fd::RawFd;
+use std::sync::Mutex;
+
+use super::set::{self, lock};
+use crate::socket::{Socket, State};
+use crate::sys::epoll;
+use crate::sys::resource::{Kept, Obj};
+
+/// Slot keys whose delivery stopped at its read bound: served by the next drain.
+pub(super) static BACKLOG: Mutex<Vec<u64>> = Mutex::new(Vec::new());
+
+/// What `arm` did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arm {
+    /// The waiter will be told on the next edge.
+    Armed,
+    /// An edge came before the arm: tell the waiter now.
+    ReadyNow,
+}
+
+/// Arms a read wait on the socket whose state is `st` (locked by the caller).
+/// None: the path is off or the fd could not be registered; use enif_select.
+pub fn arm(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm> {
+    if !set::enabled() {
+        return None;
+    }
+    if st.rd.key.is_none() {
+        st.rd.key = Some(set::register(obj, fd)?);
+    }
+    if st.rd.ready || st.rd.hup {
+        st.rd.ready = false;
+        st.rd.armed = false;
+        Some(Arm::ReadyNow)
+    } else {
+        st.rd.armed = true;
+        Some(Arm::Armed)
+    }
+}
+
+/// Whether the socket's fd is in the set.
+pub fn registered(st: &State) -> bool {
+    st.rd.key.is_some()
+}
+
+/// Whether the peer shut down or the socket failed (see `SockRd::hup`).
+pub fn hup(st: &State) -> bool {
+    st.rd.hup
+}
+
+/// Disarms a read wait; true if it was armed (so no message was sent for it).
+pub fn cancel(st: &mut State) -> bool {
+    std::mem::replace(&mut st.rd.armed, false)
+}
+
+/// Marks that more may be readable without a new edge (a delivery stopped at
+/// its read bound): the next arm tells the waiter at once.
+pub fn note_more(st: &mut State) {
+    if st.rd.key.is_some() {
+        st.rd.ready = true;
+    }
+}
+
+/// Takes the socket out of the set at close (`fd` still open). Returns the
+/// slot's reference, for the caller to drop once it holds no socket lock.
+pub fn unregister(st: &mut State, fd: Option<RawFd>) -> Option<Kept<Socket>> {
+    let k = st.rd.key.take()?;
+    st.rd.armed = false;
+    st.rd.ready = false;
+    if let (Some(set), Some(fd)) = (set::get(), fd) {
+        epoll::del(set.epfd, fd);
+    }
+    set::free_slot(k)
+}
+
+/// After a delivery from a drain: wait for the next edge, or, when more may
+/// already be there, come back in a later drain.
+pub fn rearm_direct(obj: Obj<'_, Socket>, more: bool) {
+    let s = obj.get();
+    let mut st = s.lock();
+    let Some(k) = st.rd.key else { return };
+    st.rd.armed = true;
+    if more || st.rd.ready || st.rd.hup {
+        st.rd.ready = false;
+        drop(st);
+        lock(&BACKLOG).push(k);
+        if let Some(set) = set::get() {
+            epoll::kick(set.efd);
+        }
+    }
+}

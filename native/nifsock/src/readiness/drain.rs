@@ -1,0 +1,134 @@
+//! The batch: `epoll_wait(timeout 0)` on the set, then the backlog; each
+//! event tells a passive waiter (its select message) or delivers an active
+//! socket's data through the hook `ops::tcp::active` installs.
+
+use std::sync::OnceLock;
+
+use rustler::sys::ErlNifPid;
+use rustler::{Encoder, Env, Term};
+
+use super::arm::BACKLOG;
+use super::set::{self, lock, EFD_KEY};
+use crate::atoms;
+use crate::socket::{Active, Phase, Socket};
+use crate::sys::driver::{self, Hooks};
+use crate::sys::env::EnvRef;
+use crate::sys::epoll;
+use crate::sys::msg::MsgEnv;
+use crate::sys::resource::{Kept, Obj};
+use crate::sys::setres;
+
+/// Most events one drain serves.
+pub const BATCH: usize = 64;
+
+/// Delivers an active socket's data from a drain (`ops::tcp::active`); the
+/// pid is the socket's current read waiter (its pump).
+pub type Deliver = for<'o, 'p, 'e, 'm> fn(Obj<'o, Socket>, &'p ErlNifPid, &'m Out<'e>);
+
+static DELIVER: OnceLock<Deliver> = OnceLock::new();
+
+/// The driver hooks.
+static HOOKS: Hooks = Hooks {
+    start: set::on_port_start,
+    ready: drain,
+    stop: set::on_port_stop,
+};
+
+/// Installs the driver hooks and the active delivery (from the NIF's `load`).
+pub fn install(deliver: Deliver) {
+    let _ = DELIVER.set(deliver);
+    driver::set_hooks(&HOOKS);
+}
+
+/// Where a drain's messages are built and how they are sent.
+pub struct Out<'a> {
+    menv: MsgEnv,
+    caller: Option<Env<'a>>,
+}
+
+impl Out<'_> {
+    /// Builds a message in the drain's env and sends it to `pid`.
+    pub fn emit(&self, pid: &ErlNifPid, f: impl for<'b> FnOnce(Env<'b>) -> Term<'b>) -> bool {
+        self.menv.emit_from(self.caller, pid, f)
+    }
+
+    /// The drain's env as the caller env of lifecycle calls (monitors, aborts).
+    pub fn caller_env(&self) -> EnvRef {
+        match self.caller {
+            Some(env) => EnvRef::of(env),
+            None => self.menv.caller(),
+        }
+    }
+}
+
+/// The pump's NIF call: drains a batch (messages sent with the pump's env as
+/// caller env), then re-arms one enif_select on the set's fd for the pump.
+pub fn pump_drain<'a>(env: Env<'a>, pump: &ErlNifPid, msg: Term<'a>) -> bool {
+    let Some(set) = set::get() else { return false };
+    drain_with(Some(env));
+    setres::arm(env, set.epfd, pump, msg)
+}
+
+/// `ready_input`: serves at most [`BATCH`] events, then the backlog.
+fn drain() {
+    drain_with(None);
+}
+
+fn drain_with(caller: Option<Env>) {
+    let Some(set) = set::get() else { return };
+    let Some(menv) = MsgEnv::new() else { return };
+    let out = Out { menv, caller };
+    let backlog = std::mem::take(&mut *lock(&BACKLOG));
+    let mut evs = [(0u32, 0u64); BATCH];
+    let n = epoll::poll(set.epfd, &mut evs);
+    for &(events, k) in evs.iter().take(n) {
+        if k == EFD_KEY {
+            epoll::clear(set.efd);
+        } else if let Some(kept) = set::lookup(k) {
+            fire(&kept, events & epoll::HUP != 0, &out);
+        }
+    }
+    for k in backlog {
+        if let Some(kept) = set::lookup(k) {
+            fire(&kept, false, &out);
+        }
+    }
+}
+
+/// One edge (or backlog entry) for a socket.
+fn fire(kept: &Kept<Socket>, hup: bool, out: &Out) {
+    let obj = kept.obj();
+    let s = obj.get();
+    let mut guard = s.lock();
+    let st = &mut *guard;
+    if st.phase != Phase::Open {
+        return;
+    }
+    st.rd.hup |= hup;
+    if !st.rd.armed {
+        st.rd.ready = true;
+        return;
+    }
+    st.rd.armed = false;
+    let Some(w) = st.readers.current.as_mut() else {
+        return;
+    };
+    let (pid, handle) = (w.pid, w.handle);
+    if st.tcp.active != Active::Off {
+        // The waiter is the socket's pump: deliver here, no pump hop.
+        drop(guard);
+        if let Some(deliver) = DELIVER.get() {
+            deliver(obj, &pid, out);
+        }
+        return;
+    }
+    w.told = true;
+    let handles = &st.handles;
+    out.emit(&pid, |env| {
+        let h = handles
+            .load(env, handle)
+            .unwrap_or_else(|| atoms::undefined().encode(env));
+        let sock = (atoms::nifsock_tag(), obj.make_term(env)).encode(env);
+        (atoms::nifsock_tag(), sock, atoms::select(), h).encode(env)
+    });
+}

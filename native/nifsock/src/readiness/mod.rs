@@ -1,0 +1,38 @@
+//! nifsock's own readiness source (issue 13; opt-in, application env
+//! `readiness`: `driver` or `pump`; the default `select` leaves this layer
+//! off and every wait is one `enif_select`, as before).
+//!
+//! * **Register once** (`set`). The first read wait of a socket adds its fd
+//!   to one process-wide epoll set, edge-triggered (`EPOLLIN | EPOLLRDHUP |
+//!   EPOLLET`, no ONESHOT). Waiting again sets a flag under the socket's state
+//!   lock: no system call. The epoll data is a slot key `(generation << 32) |
+//!   index`, never a pointer or an fd; closing takes the fd out of the set
+//!   (before close(2)), frees the slot and bumps its generation, so an event
+//!   still queued for a closed socket finds a different generation and is
+//!   dropped.
+//! * **Sticky readiness** (`arm`). An edge that arrives while nobody is armed
+//!   sets `ready`; the next arm consumes it and tells the waiter at once, so no
+//!   edge is lost between an EAGAIN and the arm. A hang-up is sticky too.
+//! * **Polled by a scheduler** (`driver`). A port of the driver in
+//!   `sys::driver` selects the epoll fd for input and never deselects it; after
+//!   ten `ready_input`s ERTS moves it into its level-triggered scheduler
+//!   pollset, so a scheduler polls it itself. (`pump`: a process
+//!   `enif_select`s the set's fd once per batch and drains it in a NIF call.)
+//! * **Drain in batches** (`drain`). At most [`drain::BATCH`] events per call
+//!   from `epoll_wait(timeout 0)`: a passive waiter gets its select message; an
+//!   active `nifsock_tcp` socket is read, framed and delivered to its owner
+//!   there (through the hook `ops::tcp::active` installs: this layer sits below
+//!   `lifecycle` and `ops`, see the module map in lib.rs). Left-over work goes
+//!   to a backlog and kicks an eventfd in the set, so ERTS runs the drain again
+//!   after other work.
+//!
+//! Only reads use this path (recv, accept, active delivery); writes and
+//! connects keep one `enif_select` per wait.
+
+mod arm;
+mod drain;
+mod set;
+
+pub use arm::{arm, cancel, hup, note_more, rearm_direct, registered, unregister, Arm};
+pub use drain::{install, pump_drain, Out};
+pub use set::{enabled, set_pump};

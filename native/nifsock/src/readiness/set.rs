@@ -1,0 +1,169 @@
+//! The epoll set, the source's mode, and the generation-tagged slot table.
+
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::{Mutex, MutexGuard, OnceLock};
+
+use crate::socket::Socket;
+use crate::sys::epoll;
+use crate::sys::resource::{Kept, Obj};
+use crate::sys::syscall;
+
+pub(super) struct Set {
+    pub(super) epfd: RawFd,
+    pub(super) efd: RawFd,
+}
+
+struct Slot {
+    gen: u32,
+    obj: Option<Kept<Socket>>,
+}
+
+#[derive(Default)]
+struct Table {
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+}
+
+static SET: OnceLock<Set> = OnceLock::new();
+/// Which source is on: [`OFF`], [`DRIVER`] or [`PUMP`].
+static MODE: AtomicU8 = AtomicU8::new(OFF);
+/// Per-wait enif_select (the default).
+const OFF: u8 = 0;
+/// The set is selected by a driver port and drained in its `ready_input`.
+const DRIVER: u8 = 1;
+/// The set's fd is enif_select'ed once per batch by a pump process, which
+/// drains it in a NIF call.
+const PUMP: u8 = 2;
+static TABLE: Mutex<Table> = Mutex::new(Table {
+    slots: Vec::new(),
+    free: Vec::new(),
+});
+
+/// The eventfd's key in the set (no slot has it: indices are < 2^32 - 1).
+pub(super) const EFD_KEY: u64 = u64::MAX;
+
+pub(super) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+fn key(idx: u32, gen: u32) -> u64 {
+    (u64::from(gen) << 32) | u64::from(idx)
+}
+
+fn split(k: u64) -> (usize, u32) {
+    ((k & 0xffff_ffff) as usize, (k >> 32) as u32)
+}
+
+pub(super) fn get() -> Option<&'static Set> {
+    SET.get()
+}
+
+fn ensure() -> Option<&'static Set> {
+    if let Some(s) = SET.get() {
+        return Some(s);
+    }
+    let epfd = epoll::create().ok()?;
+    let Ok(efd) = epoll::eventfd() else {
+        syscall::close(epfd);
+        return None;
+    };
+    // Level-triggered: the set stays readable until a drain clears the counter.
+    if epoll::add(epfd, efd, libc::EPOLLIN as u32, EFD_KEY).is_err() {
+        syscall::close(efd);
+        syscall::close(epfd);
+        return None;
+    }
+    if SET.set(Set { epfd, efd }).is_err() {
+        // Another caller won the race; keep its set.
+        syscall::close(efd);
+        syscall::close(epfd);
+    }
+    SET.get()
+}
+
+/// A driver port opened: the fd it selects for input.
+pub(super) fn on_port_start() -> Option<RawFd> {
+    let set = ensure()?;
+    MODE.store(DRIVER, Ordering::Release);
+    Some(set.epfd)
+}
+
+/// The driver port closed: new waits go back to enif_select (sockets already
+/// in the set keep their registration; the owner of the port never exits).
+pub(super) fn on_port_stop() {
+    let _ = MODE.compare_exchange(DRIVER, OFF, Ordering::AcqRel, Ordering::Acquire);
+}
+
+/// Whether a set-based source is on.
+pub fn enabled() -> bool {
+    MODE.load(Ordering::Acquire) != OFF
+}
+
+/// Turns the pump source on (or, with false, off). False if the set can't be made.
+pub fn set_pump(on: bool) -> bool {
+    if !on {
+        let _ = MODE.compare_exchange(PUMP, OFF, Ordering::AcqRel, Ordering::Acquire);
+        return true;
+    }
+    if ensure().is_none() {
+        return false;
+    }
+    MODE.store(PUMP, Ordering::Release);
+    true
+}
+
+/// Adds `fd` to the set under a fresh slot holding a reference to `obj`.
+pub(super) fn register(obj: Obj<'_, Socket>, fd: RawFd) -> Option<u64> {
+    let set = SET.get()?;
+    let k = {
+        let mut t = lock(&TABLE);
+        let idx = match t.free.pop() {
+            Some(i) => i,
+            None => {
+                let i = u32::try_from(t.slots.len())
+                    .ok()
+                    .filter(|i| *i < u32::MAX)?;
+                t.slots.push(Slot { gen: 0, obj: None });
+                i
+            }
+        };
+        let slot = t.slots.get_mut(idx as usize)?;
+        slot.obj = Some(Kept::new(obj));
+        key(idx, slot.gen)
+    };
+    if epoll::add(set.epfd, fd, epoll::IN | epoll::ET, k).is_err() {
+        // The caller holds a term of obj: this drop is never the last reference.
+        drop(free_slot(k));
+        return None;
+    }
+    Some(k)
+}
+
+/// Frees the slot of `k` (bumping its generation); its reference, for the
+/// caller to drop once it holds no socket lock.
+pub(super) fn free_slot(k: u64) -> Option<Kept<Socket>> {
+    let (idx, gen) = split(k);
+    let mut t = lock(&TABLE);
+    let slot = t.slots.get_mut(idx)?;
+    if slot.gen != gen {
+        return None;
+    }
+    slot.gen = slot.gen.wrapping_add(1);
+    let kept = slot.obj.take();
+    if let Ok(i) = u32::try_from(idx) {
+        t.free.push(i);
+    }
+    kept
+}
+
+/// The socket of slot key `k`, if the slot still has that generation.
+pub(super) fn lookup(k: u64) -> Option<Kept<Socket>> {
+    let (idx, gen) = split(k);
+    let t = lock(&TABLE);
+    let slot = t.slots.get(idx)?;
+    if slot.gen != gen {
+        return None;
+    }
+    slot.obj.clone()
+}

@@ -1,0 +1,204 @@
+//! A minimal ERTS driver in the same shared object as the NIF: its only job is
+//! to have a port `driver_select` one fd for input (nifsock's readiness epoll
+//! set) and to run [`Hooks::ready`] when ERTS calls `ready_input`.
+//!
+//! Rustler has no driver API, so the few C declarations needed are here,
+//! written from `erl_driver.h` (OTP 25-29 all have driver ABI 3.3). The driver
+//! is loaded with `erl_ddll:load_driver(PrivDir, "libnifsock")`: ERTS
+//! `dlopen`s the same path as `erlang:load_nif`, so both share this object and
+//! its statics (see doc/readiness-research.md).
+
+use std::cell::UnsafeCell;
+use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicPtr, Ordering};
+
+type ErlDrvData = *mut c_void;
+type ErlDrvEvent = *mut c_void;
+type ErlDrvPort = *mut c_void;
+type ErlDrvSizeT = usize;
+type ErlDrvSSizeT = isize;
+
+const ERL_DRV_READ: c_int = 1;
+const ERL_DRV_USE: c_int = 4;
+const ERL_DRV_EXTENDED_MARKER: c_int = 0xfeee_eeed_u32 as c_int;
+const ERL_DRV_EXTENDED_MAJOR_VERSION: c_int = 3;
+const ERL_DRV_EXTENDED_MINOR_VERSION: c_int = 3;
+const ERL_DRV_FLAG_USE_PORT_LOCKING: c_int = 1;
+
+/// `struct erl_drv_entry` of erl_driver.h (major version 3), field for field.
+#[repr(C)]
+struct ErlDrvEntry {
+    init: Option<unsafe extern "C" fn() -> c_int>,
+    start: Option<unsafe extern "C" fn(ErlDrvPort, *mut c_char) -> ErlDrvData>,
+    stop: Option<unsafe extern "C" fn(ErlDrvData)>,
+    output: Option<unsafe extern "C" fn(ErlDrvData, *mut c_char, ErlDrvSizeT)>,
+    ready_input: Option<unsafe extern "C" fn(ErlDrvData, ErlDrvEvent)>,
+    ready_output: Option<unsafe extern "C" fn(ErlDrvData, ErlDrvEvent)>,
+    driver_name: *const c_char,
+    finish: Option<unsafe extern "C" fn()>,
+    handle: *mut c_void,
+    control: Option<
+        unsafe extern "C" fn(
+            ErlDrvData,
+            c_uint,
+            *mut c_char,
+            ErlDrvSizeT,
+            *mut *mut c_char,
+            ErlDrvSizeT,
+        ) -> ErlDrvSSizeT,
+    >,
+    timeout: Option<unsafe extern "C" fn(ErlDrvData)>,
+    outputv: Option<unsafe extern "C" fn(ErlDrvData, *mut c_void)>,
+    ready_async: Option<unsafe extern "C" fn(ErlDrvData, *mut c_void)>,
+    flush: Option<unsafe extern "C" fn(ErlDrvData)>,
+    call: Option<
+        unsafe extern "C" fn(
+            ErlDrvData,
+            c_uint,
+            *mut c_char,
+            ErlDrvSizeT,
+            *mut *mut c_char,
+            ErlDrvSizeT,
+            *mut c_uint,
+        ) -> ErlDrvSSizeT,
+    >,
+    unused_event_callback: Option<unsafe extern "C" fn()>,
+    extended_marker: c_int,
+    major_version: c_int,
+    minor_version: c_int,
+    driver_flags: c_int,
+    handle2: *mut c_void,
+    process_exit: Option<unsafe extern "C" fn(ErlDrvData, *mut c_void)>,
+    stop_select: Option<unsafe extern "C" fn(ErlDrvEvent, *mut c_void)>,
+    emergency_close: Option<unsafe extern "C" fn(ErlDrvData)>,
+}
+
+extern "C" {
+    /// erl_driver.h: `int driver_select(ErlDrvPort, ErlDrvEvent, int mode, int on)`,
+    /// exported by the emulator (resolved at dlopen, like the enif_* symbols).
+    fn driver_select(port: ErlDrvPort, event: ErlDrvEvent, mode: c_int, on: c_int) -> c_int;
+}
+
+/// What the driver calls into (plain Rust, set by the readiness module).
+pub struct Hooks {
+    /// A port opened: the fd to select for input, or None to refuse the port.
+    pub start: fn() -> Option<RawFd>,
+    /// `ready_input` on the selected fd (a normal scheduler, port lock held,
+    /// no process locks).
+    pub ready: fn(),
+    /// The port closed (its select is gone).
+    pub stop: fn(),
+}
+
+static HOOKS: AtomicPtr<Hooks> = AtomicPtr::new(std::ptr::null_mut());
+
+/// Sets the hooks the driver forwards to (before the driver is loaded).
+pub fn set_hooks(h: &'static Hooks) {
+    HOOKS.store(std::ptr::from_ref(h).cast_mut(), Ordering::Release);
+}
+
+fn hooks() -> Option<&'static Hooks> {
+    let h = HOOKS.load(Ordering::Acquire);
+    // SAFETY: only ever set from a `&'static Hooks` in `set_hooks`.
+    unsafe { h.as_ref() }
+}
+
+/// Per-port data: the port and the fd it selected.
+struct PortData {
+    port: ErlDrvPort,
+    fd: RawFd,
+}
+
+fn event_of(fd: RawFd) -> ErlDrvEvent {
+    // On Unix an ErlDrvEvent is the fd cast to a pointer (erl_driver.h).
+    fd as isize as ErlDrvEvent
+}
+
+unsafe extern "C" fn drv_start(port: ErlDrvPort, _cmd: *mut c_char) -> ErlDrvData {
+    let fd = std::panic::catch_unwind(|| hooks().and_then(|h| (h.start)()))
+        .ok()
+        .flatten();
+    let Some(fd) = fd else {
+        return -1isize as ErlDrvData; // ERL_DRV_ERROR_GENERAL
+    };
+    // SAFETY: port is the port ERTS is starting (valid in this callback); fd is
+    // an open fd owned by the readiness module for the life of the library.
+    // READ|USE, on: the fd stays selected until the port stops.
+    let r = unsafe { driver_select(port, event_of(fd), ERL_DRV_READ | ERL_DRV_USE, 1) };
+    if r != 0 {
+        return -1isize as ErlDrvData;
+    }
+    Box::into_raw(Box::new(PortData { port, fd })).cast()
+}
+
+unsafe extern "C" fn drv_stop(data: ErlDrvData) {
+    if data.is_null() {
+        return;
+    }
+    // SAFETY: data is the Box made by drv_start, handed back once by ERTS at stop.
+    let pd = unsafe { Box::from_raw(data.cast::<PortData>()) };
+    // SAFETY: the port is still valid during its stop callback; USE off makes
+    // ERTS call stop_select (a no-op: the fd outlives the port).
+    unsafe { driver_select(pd.port, event_of(pd.fd), ERL_DRV_READ | ERL_DRV_USE, 0) };
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(h) = hooks() {
+            (h.stop)();
+        }
+    });
+}
+
+unsafe extern "C" fn drv_ready_input(_data: ErlDrvData, _event: ErlDrvEvent) {
+    let _ = std::panic::catch_unwind(|| {
+        if let Some(h) = hooks() {
+            (h.ready)();
+        }
+    });
+}
+
+unsafe extern "C" fn drv_stop_select(_event: ErlDrvEvent, _reserved: *mut c_void) {
+    // The epoll fd belongs to the readiness module and is reused by the next port.
+}
+
+struct EntryCell(UnsafeCell<ErlDrvEntry>);
+
+// SAFETY: the entry is written only by ERTS (its `handle` fields) under its
+// driver-list lock, after driver_init returned it; Rust never touches it again.
+unsafe impl Sync for EntryCell {}
+
+static ENTRY: EntryCell = EntryCell(UnsafeCell::new(ErlDrvEntry {
+    init: None,
+    start: Some(drv_start),
+    stop: Some(drv_stop),
+    output: None,
+    ready_input: Some(drv_ready_input),
+    ready_output: None,
+    // erl_ddll requires the driver name to equal the file name without ".so".
+    driver_name: c"libnifsock".as_ptr(),
+    finish: None,
+    handle: std::ptr::null_mut(),
+    control: None,
+    timeout: None,
+    outputv: None,
+    ready_async: None,
+    flush: None,
+    call: None,
+    unused_event_callback: None,
+    extended_marker: ERL_DRV_EXTENDED_MARKER,
+    major_version: ERL_DRV_EXTENDED_MAJOR_VERSION,
+    minor_version: ERL_DRV_EXTENDED_MINOR_VERSION,
+    driver_flags: ERL_DRV_FLAG_USE_PORT_LOCKING,
+    handle2: std::ptr::null_mut(),
+    process_exit: None,
+    stop_select: Some(drv_stop_select),
+    emergency_close: None,
+}));
+
+/// The symbol `erl_ddll` looks up (erts_sys_ddll_load_driver_init).
+///
+/// # Safety
+/// Called by ERTS once per load; the returned entry is static.
+#[no_mangle]
+pub unsafe extern "C" fn driver_init() -> *mut c_void {
+    ENTRY.0.get().cast()
+}

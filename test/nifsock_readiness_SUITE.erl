@@ -1,0 +1,363 @@
+%%% Key cases on nifsock's opt-in readiness source, the `driver' path
+%%% (application env `readiness', see nifsock_readiness): run in a peer node
+%%% started with `-nifsock readiness driver' and `+S 1:1', so this node (and
+%%% every other suite) keeps the default per-wait enif_select path.
+%%%
+%%% Each case runs its body in the peer twice: in group `reference' over
+%%% OTP's `socket' / `gen_tcp' (which proves the expectations) and in group
+%%% `driver' over `nifsock' / `nifsock_tcp'. With one scheduler in the peer,
+%%% the driver's `ready_input' (a port task) cannot run while a case's
+%%% process runs, so "an event pending in the batch" is made deterministically:
+%%% data is written, then the socket is closed (or its owner killed) before the
+%%% test process yields; a witness socket written last proves the batch ran.
+%%%
+%%% Run every other suite on a path with
+%%% `ERL_FLAGS="-nifsock readiness driver" rebar3 ct ...' (or `pump').
+-module(nifsock_readiness_SUITE).
+
+-include_lib("common_test/include/ct.hrl").
+
+-export([all/0, groups/0, suite/0, init_per_suite/1, end_per_suite/1,
+         init_per_group/2, end_per_group/2]).
+
+-export([readiness_driver_is_on/1,
+         readiness_passive_recv/1,
+         readiness_active_n_delivery/1,
+         readiness_close_pending_no_delivery/1,
+         readiness_owner_death_pending_leaks_nothing/1,
+         readiness_fd_reuse_canary_short/1]).
+
+%% Bodies, called in the peer.
+-export([body/2]).
+
+-define(T, 5000).
+
+suite() -> [{timetrap, {minutes, 3}}].
+
+all() -> [{group, reference}, {group, driver}].
+
+cases() ->
+    [readiness_driver_is_on,
+     readiness_passive_recv,
+     readiness_active_n_delivery,
+     readiness_close_pending_no_delivery,
+     readiness_owner_death_pending_leaks_nothing,
+     readiness_fd_reuse_canary_short].
+
+groups() -> [{reference, [], cases()}, {driver, [], cases()}].
+
+init_per_suite(Config) ->
+    {Peer, Node} = nifsock_test_lib:start_peer(
+                     #{name => peer:random_name(?MODULE),
+                       args => ["+S", "1:1", "-nifsock", "readiness", "driver"]}),
+    [{peer, Peer}, {node, Node} | Config].
+
+end_per_suite(Config) ->
+    catch peer:stop(?config(peer, Config)),
+    ok.
+
+init_per_group(reference, Config) ->
+    [{mods, #{sock => socket, tcp => gen_tcp}} | Config];
+init_per_group(driver, Config) ->
+    [{mods, #{sock => nifsock, tcp => nifsock_tcp}} | Config].
+
+end_per_group(_, _Config) -> ok.
+
+run(Case, Config) ->
+    case erpc:call(?config(node, Config), ?MODULE, body, [Case, ?config(mods, Config)],
+                   60000) of
+        ok -> ok;
+        Other -> ct:fail({unexpected, Other})
+    end.
+
+%% @doc The peer runs the driver source: nifsock's readiness owner is up.
+readiness_driver_is_on(Config) -> run(driver_is_on, Config).
+
+%% @doc Passive recv/send ping-pong: every wait is answered, and on nifsock no
+%% wait costs an enif_select (the set serves them).
+readiness_passive_recv(Config) -> run(passive_recv, Config).
+
+%% @doc {active, N} delivers N packets, then the passive message; re-arming
+%% with N again delivers the rest, in order.
+readiness_active_n_delivery(Config) -> run(active_n_delivery, Config).
+
+%% @doc Sockets closed while their data is pending in the set (readable, not
+%% yet drained) get no delivery after close returned; a witness written last
+%% gets its data from the batch that would have carried theirs. (An event
+%% already taken by a running drain's epoll_wait when a close on another
+%% scheduler wins the race is dropped by the slot generation and phase checks;
+%% that window is not made deterministically here.)
+readiness_close_pending_no_delivery(Config) -> run(close_pending_no_delivery, Config).
+
+%% @doc Owners killed while their sockets' data is pending in the batch: the
+%% sockets close and nothing stays behind (sockets, fds back to baseline).
+readiness_owner_death_pending_leaks_nothing(Config) ->
+    run(owner_death_pending_leaks_nothing, Config).
+
+%% @doc Fd-reuse canary, short form: connections are opened, used and closed
+%% under a reader in recv while fd numbers are reused; no reader ever gets a
+%% byte of another connection.
+readiness_fd_reuse_canary_short(Config) -> run(fd_reuse_canary_short, Config).
+
+%%--------------------------------------------------------------------
+%% Bodies (in the peer)
+%%--------------------------------------------------------------------
+
+body(driver_is_on, #{sock := socket}) ->
+    %% the reference group: nothing to switch on
+    ok;
+body(driver_is_on, #{sock := nifsock}) ->
+    %% the source starts when the NIF loads
+    {module, nifsock_nif} = code:ensure_loaded(nifsock_nif),
+    driver = nifsock_readiness:mode(),
+    true = is_pid(whereis(nifsock_readiness)),
+    ok;
+body(passive_recv, #{sock := Mod}) ->
+    {L, C, A} = nifsock_test_lib:pair(Mod),
+    S0 = selects(Mod),
+    Rounds = 200,
+    %% The echo side reads from another process (the socket API allows it).
+    _ = spawn_link(fun() -> echo(Mod, A, Rounds) end),
+    [begin
+         ok = Mod:send(C, <<I:32>>),
+         {ok, <<I:32>>} = Mod:recv(C, 4, ?T)
+     end || I <- lists:seq(1, Rounds)],
+    S1 = selects(Mod),
+    %% the select path arms one enif_select per wait (2 per round here)
+    true = (Mod =:= socket) orelse (S1 - S0 < 10) orelse error({selects, S1 - S0}),
+    [ok = Mod:close(X) || X <- [C, L]],
+    ok;
+body(active_n_delivery, #{tcp := Tcp}) ->
+    {L, C, A} = tcp_pair(Tcp, [{packet, 4}]),
+    #{data := D, passive := P} = tags(Tcp),
+    [ok = Tcp:send(C, <<I>>) || I <- lists:seq(1, 5)],
+    ok = setopts(Tcp, A, [{active, 3}]),
+    [receive {D, A, <<I>>} -> ok after ?T -> error({no_data, I}) end || I <- [1, 2, 3]],
+    receive {P, A} -> ok after ?T -> error(no_passive) end,
+    nothing = no_message(),
+    ok = setopts(Tcp, A, [{active, 2}]),
+    [receive {D, A, <<I>>} -> ok after ?T -> error({no_data, I}) end || I <- [4, 5]],
+    receive {P, A} -> ok after ?T -> error(no_passive) end,
+    [ok = Tcp:close(X) || X <- [C, A, L]],
+    ok;
+body(close_pending_no_delivery, #{tcp := Tcp}) ->
+    %% (any active message about a doomed socket counts: data, closed, error)
+    #{data := D} = tags(Tcp),
+    {ok, L} = Tcp:listen(0, [binary, {active, false}, {reuseaddr, true},
+                              {ip, {127, 0, 0, 1}}, {backlog, 128}]),
+    Port = nifsock_test_lib:port(Tcp, L),
+    N = 20,
+    Pairs = [begin
+                 {ok, C} = Tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], ?T),
+                 {ok, A} = Tcp:accept(L, ?T),
+                 ok = setopts(Tcp, A, [{active, true}]),
+                 {C, A}
+             end || _ <- lists:seq(1, N + 1)],
+    [{WC, WA} | Doomed] = lists:reverse(Pairs),
+    %% No yield from here to the receive: one scheduler, so no batch runs.
+    [ok = Tcp:send(C, <<"x">>) || {C, _} <- Doomed],
+    ok = Tcp:send(WC, <<"witness">>),
+    [ok = Tcp:close(A) || {_, A} <- Doomed],
+    self() ! closed,
+    %% In mailbox order: what came before `closed' was sent before the closes
+    %% returned (gen_tcp's close waits, so its port delivers then).
+    {Before, Witnessed} = upto_closed(D, WA, [], false),
+    true = Witnessed orelse
+        receive {D, WA, <<"witness">>} -> true after ?T -> error(no_witness) end,
+    %% The witness was served by the batch that had the doomed sockets' events.
+    Late = [S || {_, S} <- Doomed, late(Tcp, S)],
+    [] = Late,
+    %% On nifsock_tcp no batch ran before the closes: the events were pending.
+    true = Tcp =:= gen_tcp orelse Before =:= [] orelse error({delivered_before_close, Before}),
+    [ok = Tcp:close(X) || X <- [WC, WA, L | [C || {C, _} <- Doomed]]],
+    ok;
+body(owner_death_pending_leaks_nothing, #{tcp := Tcp}) ->
+    Base = baseline(Tcp),
+    R = isolated(fun() -> owner_deaths(Tcp, 20) end),
+    ok = R,
+    ok = settle(Tcp, Base, erlang:monotonic_time(millisecond) + 15000);
+body(fd_reuse_canary_short, #{sock := Mod}) ->
+    {L, Addr} = nifsock_test_lib:listener(Mod, inet, 256),
+    Self = self(),
+    Acceptor = spawn_link(fun() -> canary_acceptor(Mod, L) end),
+    Workers = [spawn_link(fun() -> Self ! {done, self(), canary_worker(Mod, Addr, 150)} end)
+               || _ <- lists:seq(1, 4)],
+    Bad = lists:append([receive {done, W, B} -> B after 60000 -> error(canary_stuck) end
+                        || W <- Workers]),
+    unlink(Acceptor),
+    exit(Acceptor, kill),
+    ok = Mod:close(L),
+    [] = Bad,
+    ok.
+
+echo(_Mod, A, 0) ->
+    A;
+echo(Mod, A, K) ->
+    {ok, B} = Mod:recv(A, 4, ?T),
+    ok = Mod:send(A, B),
+    echo(Mod, A, K - 1).
+
+selects(socket) -> 0;
+selects(nifsock) -> maps:get(selects, nifsock:info()).
+
+tcp_pair(Tcp, Opts) ->
+    {ok, L} = Tcp:listen(0, [binary, {active, false}, {reuseaddr, true},
+                              {ip, {127, 0, 0, 1}} | Opts]),
+    Port = nifsock_test_lib:port(Tcp, L),
+    {ok, C} = Tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false} | Opts], ?T),
+    {ok, A} = Tcp:accept(L, ?T),
+    {L, C, A}.
+
+tags(gen_tcp) ->
+    #{data => tcp, closed => tcp_closed, error => tcp_error, passive => tcp_passive};
+tags(nifsock_tcp) ->
+    #{data => nifsock, closed => nifsock_closed, error => nifsock_error,
+      passive => nifsock_passive}.
+
+setopts(gen_tcp, S, Opts) -> inet:setopts(S, Opts);
+setopts(nifsock_tcp, S, Opts) -> nifsock_tcp:setopts(S, Opts).
+
+late(Tcp, S) ->
+    #{data := D, closed := C, error := E} = tags(Tcp),
+    receive
+        {D, S, _} -> true;
+        {C, S} -> true;
+        {E, S, _} -> true
+    after 0 -> false
+    end.
+
+upto_closed(D, WA, Acc, W) ->
+    receive
+        closed -> {Acc, W};
+        {D, WA, <<"witness">>} -> upto_closed(D, WA, Acc, true);
+        {D, S, _} -> upto_closed(D, WA, [S | Acc], W)
+    end.
+
+no_message() ->
+    receive M -> {unexpected, M} after 0 -> nothing end.
+
+owner_deaths(Tcp, N) ->
+    {ok, L} = Tcp:listen(0, [binary, {active, false}, {reuseaddr, true},
+                              {ip, {127, 0, 0, 1}}, {backlog, 128}]),
+    Port = nifsock_test_lib:port(Tcp, L),
+    Self = self(),
+    Owner = spawn(fun() -> receive stop -> ok end end),
+    Pairs = [begin
+                 {ok, C} = Tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], ?T),
+                 {ok, A} = Tcp:accept(L, ?T),
+                 ok = setopts(Tcp, A, [{active, true}]),
+                 ok = Tcp:controlling_process(A, Owner),
+                 {C, A}
+             end || _ <- lists:seq(1, N)],
+    M = monitor(process, Owner),
+    %% No yield until the owner is dead: the data is pending in the batch.
+    [ok = Tcp:send(C, <<"x">>) || {C, _} <- Pairs],
+    exit(Owner, kill),
+    receive {'DOWN', M, process, Owner, killed} -> ok after ?T -> error(owner_alive) end,
+    %% The owner's death closed every accepted socket: the clients see EOF.
+    [{error, closed} = Tcp:recv(C, 0, ?T) || {C, _} <- Pairs],
+    [ok = Tcp:close(X) || X <- [L | [C || {C, _} <- Pairs]]],
+    _ = Self,
+    ok.
+
+isolated(F) ->
+    Self = self(),
+    Ref = make_ref(),
+    {P, M} = spawn_monitor(fun() -> Self ! {Ref, F()} end),
+    receive
+        {Ref, R} ->
+            receive {'DOWN', M, process, P, _} -> ok after ?T -> ok end,
+            R;
+        {'DOWN', M, process, P, Reason} ->
+            {crashed, Reason}
+    after 60000 ->
+            exit(P, kill),
+            timeout
+    end.
+
+baseline(Tcp) ->
+    [garbage_collect(P) || P <- processes()],
+    {gauges(Tcp), length(nifsock_test_lib:socket_fds())}.
+
+gauges(gen_tcp) -> length(erlang:ports());
+gauges(nifsock_tcp) ->
+    #{sockets := S, fds := F} = nifsock:info(),
+    {S, F}.
+
+settle(Tcp, {G0, F0} = Base, Deadline) ->
+    [garbage_collect(P) || P <- processes()],
+    G = gauges(Tcp),
+    F = length(nifsock_test_lib:socket_fds()),
+    case G =< G0 andalso F =< F0 of
+        true ->
+            ok;
+        false ->
+            case erlang:monotonic_time(millisecond) > Deadline of
+                true -> error({not_back_to_baseline, Base, {G, F}});
+                false -> timer:sleep(50), settle(Tcp, Base, Deadline)
+            end
+    end.
+
+canary_acceptor(Mod, L) ->
+    case Mod:accept(L, infinity) of
+        {ok, A} ->
+            _ = spawn(fun() -> canary_server(Mod, A) end),
+            canary_acceptor(Mod, L);
+        {error, _} ->
+            ok
+    end.
+
+%% Reads the 8-byte id, then echoes id words until the peer closes.
+canary_server(Mod, A) ->
+    case Mod:recv(A, 8, ?T) of
+        {ok, <<Id:64>>} -> canary_server_loop(Mod, A, Id, 0);
+        _ -> ok
+    end,
+    _ = Mod:close(A).
+
+canary_server_loop(Mod, A, Id, K) when K < 50 ->
+    _ = Mod:send(A, binary:copy(<<Id:64>>, 1 + K rem 5)),
+    case Mod:recv(A, 0, ?T) of
+        {ok, _} -> canary_server_loop(Mod, A, Id, K + 1);
+        _ -> ok
+    end;
+canary_server_loop(_Mod, _A, _Id, _K) ->
+    ok.
+
+%% K connections, one after the other: a reader sits in recv on each while
+%% the worker closes it; returns the foreign words any reader saw.
+canary_worker(_Mod, _Addr, 0) ->
+    [];
+canary_worker(Mod, Addr, K) ->
+    Id = erlang:unique_integer([positive]),
+    {ok, C} = Mod:open(inet, stream, tcp),
+    case Mod:connect(C, Addr, ?T) of
+        ok ->
+            Self = self(),
+            Reader = spawn(fun() -> Self ! {reader, self(), canary_read(Mod, C, Id, <<>>, [])} end),
+            _ = Mod:send(C, <<Id:64>>),
+            [_ = Mod:send(C, <<Id:64>>) || _ <- lists:seq(1, rand:uniform(3))],
+            case rand:uniform(2) of
+                1 -> erlang:yield();
+                2 -> ok
+            end,
+            ok = Mod:close(C),
+            Bad = receive {reader, Reader, B} -> B after ?T -> [reader_stuck] end,
+            Bad ++ canary_worker(Mod, Addr, K - 1);
+        {error, _} ->
+            _ = Mod:close(C),
+            canary_worker(Mod, Addr, K - 1)
+    end.
+
+canary_read(Mod, C, Id, Rest, Bad) ->
+    case Mod:recv(C, 0, ?T) of
+        {ok, B} ->
+            {Rest1, Bad1} = words(<<Rest/binary, B/binary>>, Id, Bad),
+            canary_read(Mod, C, Id, Rest1, Bad1);
+        _ ->
+            Bad
+    end.
+
+words(<<W:64, More/binary>>, Id, Bad) when W =:= Id -> words(More, Id, Bad);
+words(<<W:64, More/binary>>, Id, Bad) -> words(More, Id, [{foreign, Id, W} | Bad]);
+words(Rest, _Id, Bad) -> {Rest, Bad}.

@@ -1,5 +1,5 @@
 # nifsock — the two commands: `make bench` (side-by-side comparison) and `make test`.
-.PHONY: all setup build test test-rust test-erlang test-elixir test-valgrind lint bench clean
+.PHONY: all setup build test test-rust test-erlang test-elixir test-valgrind test-otp lint bench clean
 
 all: build
 
@@ -30,6 +30,12 @@ test-valgrind: build
 	bash test/valgrind/run
 
 test: test-rust test-erlang test-elixir test-valgrind
+
+# The Common Test suites under OTP 27 (Debian trixie) and 29 (sid), in cached
+# debootstrap chroots with this build of the NIF (root; see scripts/otp-chroot).
+test-otp: build
+	scripts/otp-chroot 27 rebar3 ct --sname nifsock_ct27
+	scripts/otp-chroot 29 rebar3 ct --sname nifsock_ct29
 
 lint: build
 	rebar3 dialyzer

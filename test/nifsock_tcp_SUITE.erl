@@ -1555,7 +1555,7 @@ tcp_line_delimiter_listen_getopts(Config) ->
     end,
     close_all(M, [S, L]), gen_tcp:close(Peer).
 
-%% shutdown/2 on a listening socket is {error, enotconn} for read, write and read_write, and the listener goes on accepting.
+%% shutdown/2 on a listening socket is {error, enotconn} for read, write and read_write, and the listener goes on accepting; once it is closed, shutdown is {error, closed}.
 tcp_shutdown_listener_enotconn(Config) ->
     M = mod(Config),
     {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
@@ -1564,7 +1564,9 @@ tcp_shutdown_listener_enotconn(Config) ->
     {ok, S} = M:accept(L, ?T),
     ok = M:send(S, <<"up">>),
     {ok, <<"up">>} = gen_tcp:recv(Peer, 2, ?T),
-    close_all(M, [S, L]), gen_tcp:close(Peer).
+    close_all(M, [S, L]), gen_tcp:close(Peer),
+    %% once closed, a listener's shutdown is {error, closed}
+    {error, closed} = M:shutdown(L, read_write).
 
 %% {active, N} on a listener adds to the listener's own count: 2 - 3 makes it passive (with {Passive, L}) and accepted sockets passive; 3 + 2 is 5 for it and them; 5 + 0 stays 5 without a message.
 tcp_active_n_listener(Config) ->

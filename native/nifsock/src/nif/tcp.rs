@@ -50,7 +50,12 @@ fn tcp_set_format<'a>(
 /// stops the listener).
 #[rustler::nif]
 fn tcp_shutdown<'a>(env: Env<'a>, sock: Sock<'a>, how: rustler::Atom) -> NifResult<Term<'a>> {
-    if sock.s.lock().listening {
+    let open_listener = {
+        let st = sock.s.lock();
+        st.listening && st.phase == crate::socket::Phase::Open
+    };
+    // A closed one is `closed`, as gen_tcp's.
+    if open_listener {
         return reply::error(env, crate::error::Error::Os(libc::ENOTCONN));
     }
     crate::nif::conn::shutdown_how(env, sock, how)

@@ -85,9 +85,9 @@ pub fn close_ended(env: Env, sock: Sock) {
 }
 
 /// After a passive recv saw the end of the stream (`reset`: a connection
-/// reset): closes unless `exit_on_close` is off, and returns what recv
-/// returns, as gen_tcp: `{error, closed}`, or `{error, econnreset}` for a
-/// reset under `show_econnreset`.
+/// reset): closes unless `exit_on_close` is off, and returns the error
+/// recv returns, as gen_tcp: `closed`, or `econnreset` for a reset under
+/// `show_econnreset`.
 pub fn ended(env: Env, sock: Sock, reset: bool) -> Error {
     let (keep_open, show) = {
         let st = sock.s.lock();

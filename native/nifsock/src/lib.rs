@@ -29,7 +29,9 @@
 //!   upwards, made through a function pointer so imports stay one way).
 //! - `socket/`: the resource's state (`Socket`, `State`, `Phase`, waiters,
 //!   partial reads); `socket/tcp.rs` the gen_tcp layer's (`Active`, `TcpOpts`).
-//! - `codec/`: terms <-> Rust: argument decoders (`args`), addresses, replies.
+//! - `codec/`: terms <-> Rust: argument decoders (`args`), addresses, option
+//!   values (`sockopt`), nifsock_tcp's terms and messages (`tcp`), replies;
+//!   with the outcome types `ops` returns and `nif` encodes through it.
 //! - `core/`: pure Rust, unit-tested by `native/nifsock_unit`: errno names,
 //!   family, fd cell, option table, packet framing, scratch buffer, traffic
 //!   counters, unix paths, `limits` (the tuning constants).

@@ -1,7 +1,7 @@
 //! Argument decoders shared by the NIFs: the socket term, the call mode,
 //! proper lists, strings and message flags.
 
-use rustler::{Atom, Decoder, Env, NifResult, Term};
+use rustler::{Atom, Decoder, Encoder, Env, NifResult, Term};
 
 use crate::atoms;
 use crate::socket::Socket;
@@ -31,6 +31,11 @@ impl<'a> Decoder<'a> for Sock<'a> {
             s: obj.get(),
         })
     }
+}
+
+/// The socket term `{'$nifsock', Resource}` (`Sock` decodes it).
+pub fn sock_term<'a>(env: Env<'a>, res: Term<'a>) -> Term<'a> {
+    (atoms::nifsock_tag(), res).encode(env)
 }
 
 /// How a call that would block behaves.

@@ -1,6 +1,8 @@
-//! The reply shapes every NIF shares: `ok`, `{ok, V}`, `{error, Reason}`.
+//! The reply shapes every NIF shares: `ok`, `{ok, V}`, `{error, Reason}`;
+//! and the outcomes operations return whose replies are shared (`Recv`,
+//! `Progress`), declared here beside their encoders (codec sits below ops).
 
-use rustler::{Encoder, Env, NifResult, Term};
+use rustler::{Binary, Encoder, Env, NifResult, Term};
 
 use crate::atoms;
 use crate::error::{Error, Result};
@@ -33,6 +35,51 @@ pub fn unit<'a>(env: Env<'a>, r: Result<()>) -> NifResult<Term<'a>> {
 pub fn value<'a>(env: Env<'a>, r: Result<Term<'a>>) -> NifResult<Term<'a>> {
     match r {
         Ok(v) => Ok((atoms::ok(), v).encode(env)),
+        Err(e) => error(env, e),
+    }
+}
+
+/// How a recv call ended.
+pub enum Recv<'a> {
+    /// The bytes (`{ok, Bin}`).
+    Data(Binary<'a>),
+    /// The per-call read bound was reached with a partial read kept in the
+    /// socket: call again (`more`).
+    More,
+    /// A select is armed (`select`); in nowait mode with the bytes read so
+    /// far handed back (`{select, Partial}`).
+    Select(Option<Binary<'a>>),
+    /// Failed (`{error, R}`), with the bytes read so far when there are
+    /// some (`{error, {R, Partial}}`).
+    Failed(Error, Option<Binary<'a>>),
+}
+
+/// A recv's reply: `{ok, Bin}`, `more`, `select`, `{select, Partial}`,
+/// `{error, R}` or `{error, {R, Partial}}`.
+pub fn recv<'a>(env: Env<'a>, r: Recv<'a>) -> NifResult<Term<'a>> {
+    match r {
+        Recv::Data(b) => Ok((atoms::ok(), b).encode(env)),
+        Recv::More => Ok(atoms::more().encode(env)),
+        Recv::Select(None) => Ok(atoms::select().encode(env)),
+        Recv::Select(Some(p)) => Ok((atoms::select(), p).encode(env)),
+        Recv::Failed(e, p) => error_with(env, e, p.map(|b| b.to_term(env))),
+    }
+}
+
+/// A call that either finished or armed a select for the caller to wait on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Progress {
+    /// Done (`ok`).
+    Done,
+    /// Wait for the select message, then call again (`select`).
+    Select,
+}
+
+/// `ok`, `select`, or `{error, Reason}`.
+pub fn progress<'a>(env: Env<'a>, r: Result<Progress>) -> NifResult<Term<'a>> {
+    match r {
+        Ok(Progress::Done) => Ok(atoms::ok().encode(env)),
+        Ok(Progress::Select) => Ok(atoms::select().encode(env)),
         Err(e) => error(env, e),
     }
 }

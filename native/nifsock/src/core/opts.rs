@@ -36,101 +36,62 @@ pub struct Spec {
     pub kind: Kind,
 }
 
-const fn spec(
-    level_name: &'static str,
-    name: &'static str,
-    level: i32,
-    opt: i32,
-    kind: Kind,
-) -> Spec {
-    Spec {
-        level_name,
-        name,
-        level,
-        opt,
-        kind,
-    }
-}
-
 const S: i32 = libc::SOL_SOCKET;
 const IP: i32 = libc::IPPROTO_IP;
 const IP6: i32 = libc::IPPROTO_IPV6;
 const TCP: i32 = libc::IPPROTO_TCP;
 
+/// `level name: LEVEL OPTNAME Kind;` rows into `Spec`s (one option a line).
+macro_rules! table {
+    ($($level:ident $name:ident: $lvl:ident $opt:ident $kind:ident;)*) => {
+        &[$(Spec {
+            level_name: stringify!($level),
+            name: stringify!($name),
+            level: $lvl,
+            opt: libc::$opt,
+            kind: Kind::$kind,
+        },)*]
+    };
+}
+
 /// Every named option nifsock knows.
-pub static TABLE: &[Spec] = &[
-    spec("socket", "reuseaddr", S, libc::SO_REUSEADDR, Kind::Bool),
-    spec("socket", "reuseport", S, libc::SO_REUSEPORT, Kind::Bool),
-    spec("socket", "keepalive", S, libc::SO_KEEPALIVE, Kind::Bool),
-    spec("socket", "linger", S, libc::SO_LINGER, Kind::Linger),
-    spec("socket", "rcvbuf", S, libc::SO_RCVBUF, Kind::Int),
-    spec("socket", "sndbuf", S, libc::SO_SNDBUF, Kind::Int),
-    spec("socket", "priority", S, libc::SO_PRIORITY, Kind::Int),
-    spec("socket", "rcvlowat", S, libc::SO_RCVLOWAT, Kind::Int),
-    spec("socket", "broadcast", S, libc::SO_BROADCAST, Kind::Bool),
-    spec("socket", "dontroute", S, libc::SO_DONTROUTE, Kind::Bool),
-    spec("socket", "oobinline", S, libc::SO_OOBINLINE, Kind::Bool),
-    spec(
-        "socket",
-        "bindtodevice",
-        S,
-        libc::SO_BINDTODEVICE,
-        Kind::Str,
-    ),
-    spec("socket", "type", S, libc::SO_TYPE, Kind::ReadOnlyInt),
-    spec("socket", "error", S, libc::SO_ERROR, Kind::ReadOnlyInt),
-    spec("socket", "domain", S, libc::SO_DOMAIN, Kind::ReadOnlyInt),
-    spec(
-        "socket",
-        "protocol",
-        S,
-        libc::SO_PROTOCOL,
-        Kind::ReadOnlyInt,
-    ),
-    spec(
-        "socket",
-        "acceptconn",
-        S,
-        libc::SO_ACCEPTCONN,
-        Kind::ReadOnlyBool,
-    ),
-    spec("ip", "tos", IP, libc::IP_TOS, Kind::Tos),
-    spec("ip", "ttl", IP, libc::IP_TTL, Kind::Int),
-    spec("ip", "recvtos", IP, libc::IP_RECVTOS, Kind::Bool),
-    spec("ip", "freebind", IP, libc::IP_FREEBIND, Kind::Bool),
-    spec("ip", "transparent", IP, libc::IP_TRANSPARENT, Kind::Bool),
-    spec("ipv6", "v6only", IP6, libc::IPV6_V6ONLY, Kind::Bool),
-    spec("ipv6", "tclass", IP6, libc::IPV6_TCLASS, Kind::Int),
-    spec(
-        "ipv6",
-        "unicast_hops",
-        IP6,
-        libc::IPV6_UNICAST_HOPS,
-        Kind::Int,
-    ),
-    spec("tcp", "nodelay", TCP, libc::TCP_NODELAY, Kind::Bool),
-    spec("tcp", "cork", TCP, libc::TCP_CORK, Kind::Bool),
-    spec("tcp", "keepidle", TCP, libc::TCP_KEEPIDLE, Kind::Int),
-    spec("tcp", "keepintvl", TCP, libc::TCP_KEEPINTVL, Kind::Int),
-    spec("tcp", "keepcnt", TCP, libc::TCP_KEEPCNT, Kind::Int),
-    spec("tcp", "maxseg", TCP, libc::TCP_MAXSEG, Kind::Int),
-    spec(
-        "tcp",
-        "user_timeout",
-        TCP,
-        libc::TCP_USER_TIMEOUT,
-        Kind::Int,
-    ),
-    spec("tcp", "quickack", TCP, libc::TCP_QUICKACK, Kind::Bool),
-    spec("tcp", "congestion", TCP, libc::TCP_CONGESTION, Kind::Str),
-    spec(
-        "tcp",
-        "defer_accept",
-        TCP,
-        libc::TCP_DEFER_ACCEPT,
-        Kind::Int,
-    ),
-];
+pub static TABLE: &[Spec] = table! {
+    socket reuseaddr:     S   SO_REUSEADDR      Bool;
+    socket reuseport:     S   SO_REUSEPORT      Bool;
+    socket keepalive:     S   SO_KEEPALIVE      Bool;
+    socket linger:        S   SO_LINGER         Linger;
+    socket rcvbuf:        S   SO_RCVBUF         Int;
+    socket sndbuf:        S   SO_SNDBUF         Int;
+    socket priority:      S   SO_PRIORITY       Int;
+    socket rcvlowat:      S   SO_RCVLOWAT       Int;
+    socket broadcast:     S   SO_BROADCAST      Bool;
+    socket dontroute:     S   SO_DONTROUTE      Bool;
+    socket oobinline:     S   SO_OOBINLINE      Bool;
+    socket bindtodevice:  S   SO_BINDTODEVICE   Str;
+    socket type:          S   SO_TYPE           ReadOnlyInt;
+    socket error:         S   SO_ERROR          ReadOnlyInt;
+    socket domain:        S   SO_DOMAIN         ReadOnlyInt;
+    socket protocol:      S   SO_PROTOCOL       ReadOnlyInt;
+    socket acceptconn:    S   SO_ACCEPTCONN     ReadOnlyBool;
+    ip tos:               IP  IP_TOS            Tos;
+    ip ttl:               IP  IP_TTL            Int;
+    ip recvtos:           IP  IP_RECVTOS        Bool;
+    ip freebind:          IP  IP_FREEBIND       Bool;
+    ip transparent:       IP  IP_TRANSPARENT    Bool;
+    ipv6 v6only:          IP6 IPV6_V6ONLY       Bool;
+    ipv6 tclass:          IP6 IPV6_TCLASS       Int;
+    ipv6 unicast_hops:    IP6 IPV6_UNICAST_HOPS Int;
+    tcp nodelay:          TCP TCP_NODELAY       Bool;
+    tcp cork:             TCP TCP_CORK          Bool;
+    tcp keepidle:         TCP TCP_KEEPIDLE      Int;
+    tcp keepintvl:        TCP TCP_KEEPINTVL     Int;
+    tcp keepcnt:          TCP TCP_KEEPCNT       Int;
+    tcp maxseg:           TCP TCP_MAXSEG        Int;
+    tcp user_timeout:     TCP TCP_USER_TIMEOUT  Int;
+    tcp quickack:         TCP TCP_QUICKACK      Bool;
+    tcp congestion:       TCP TCP_CONGESTION    Str;
+    tcp defer_accept:     TCP TCP_DEFER_ACCEPT  Int;
+};
 
 /// Looks an option up by its level and name atoms.
 pub fn lookup(level: &str, name: &str) -> Option<&'static Spec> {

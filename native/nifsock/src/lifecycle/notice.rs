@@ -14,7 +14,7 @@ use crate::sys::resource::Obj;
 
 /// The socket term users hold: `{'$nifsock', Resource}`.
 pub fn sock_term<'a>(env: Env<'a>, obj: Obj<'_, Socket>) -> Term<'a> {
-    (atoms::nifsock_tag(), obj.make_term(env)).encode(env)
+    crate::codec::args::sock_term(env, obj.make_term(env))
 }
 
 /// What to tell a waiter.

@@ -21,12 +21,12 @@ fn recv<'a>(
 ) -> NifResult<Term<'a>> {
     let len: usize = len.decode().map_err(|_| rustler::Error::BadArg)?;
     let flags = args::msg_flags(flags)?;
-    recv::recv(env, sock, len, flags, handle, mode)
+    reply::recv(env, recv::recv(env, sock, len, flags, handle, mode))
 }
 
 #[rustler::nif]
 fn take_partial<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
-    recv::take_partial(env, sock)
+    recv::take_partial(env, sock).to_term(env)
 }
 
 #[rustler::nif]

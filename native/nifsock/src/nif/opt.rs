@@ -3,7 +3,7 @@
 use rustler::{Env, NifResult, Term};
 
 use crate::codec::args::Sock;
-use crate::codec::reply;
+use crate::codec::{reply, sockopt as codec};
 use crate::ops::sockopt;
 
 #[rustler::nif]
@@ -14,7 +14,9 @@ fn setopt<'a>(
     name: Term<'a>,
     value: Term<'a>,
 ) -> NifResult<Term<'a>> {
-    let r = sockopt::target(level, name).and_then(|t| sockopt::set(sock.s, t, value));
+    let r = codec::target(level, name)
+        .and_then(|t| codec::decode_set(t, value))
+        .and_then(|opt| sockopt::set(sock.s, opt));
     reply::unit(env, r)
 }
 
@@ -25,6 +27,8 @@ fn getopt<'a>(
     level: Term<'a>,
     name: Term<'a>,
 ) -> NifResult<Term<'a>> {
-    let r = sockopt::target(level, name).and_then(|t| sockopt::get(env, sock.s, t));
+    let r = codec::target(level, name)
+        .and_then(|t| sockopt::get(sock.s, t))
+        .and_then(|v| codec::encode(env, v));
     reply::value(env, r)
 }

@@ -1,16 +1,25 @@
-//! NIFs of `nifsock_tcp`'s data path.
+//! NIFs of `nifsock_tcp`'s data path: decode (`codec::args`, `codec::tcp`),
+//! call `ops::tcp`, encode (`codec::reply`, `codec::tcp`).
 
-use rustler::{Env, NifResult, Term};
+use rustler::{Binary, Encoder, Env, NifResult, Term};
 
+use crate::atoms;
 use crate::codec::args::{self, Mode, Sock};
-use crate::codec::reply;
+use crate::codec::{reply, tcp as codec};
 use crate::ops::tcp;
+use crate::sys::iovec::IoVec;
+use crate::sys::msg;
+
+fn pump_pid(pump: Term) -> NifResult<rustler::sys::ErlNifPid> {
+    msg::pid_of(pump).ok_or(rustler::Error::BadArg)
+}
 
 /// The pump's call on readiness: deliver to the owner, re-arm.
 #[rustler::nif]
 fn tcp_deliver<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     let pump = args::caller(env)?;
-    tcp::active::deliver(env, sock, &pump)
+    tcp::active::deliver(env, sock, &pump);
+    Ok(atoms::ok().encode(env))
 }
 
 #[rustler::nif]
@@ -20,10 +29,12 @@ fn tcp_set_active<'a>(
     value: Term<'a>,
     pump: Term<'a>,
 ) -> NifResult<Term<'a>> {
-    tcp::active::set_active(env, sock, value, pump)
+    let pump = pump_pid(pump)?;
+    let value = codec::decode_active(value);
+    reply::unit(env, tcp::active::set_active(env, sock, value, &pump))
 }
 
-// One argument per format option, as nifsock_tcp keeps them: decoded here.
+// One argument per format option, as nifsock_tcp keeps them.
 #[allow(clippy::too_many_arguments)]
 #[rustler::nif]
 fn tcp_set_format<'a>(
@@ -36,13 +47,23 @@ fn tcp_set_format<'a>(
     keep_open: bool,
     line_delimiter: u8,
 ) -> NifResult<Term<'a>> {
+    let send_timeout = match codec::decode_send_timeout(send_timeout) {
+        Ok(t) => t,
+        Err(e) => return reply::error(env, e),
+    };
+    let packet = match codec::decode_packet(packet)? {
+        Ok(p) => p,
+        Err(e) => return reply::error(env, e),
+    };
     let format = tcp::format::Format {
+        packet,
         packet_size,
         list,
+        send_timeout,
         keep_open,
         line_delimiter,
     };
-    tcp::format::set_format(env, sock, packet, send_timeout, format)
+    reply::unit(env, tcp::format::set_format(sock, format))
 }
 
 /// shutdown/2 for `nifsock_tcp`: as gen_tcp, a listening socket is not
@@ -62,26 +83,31 @@ fn tcp_shutdown<'a>(env: Env<'a>, sock: Sock<'a>, how: rustler::Atom) -> NifResu
 }
 
 #[rustler::nif]
-fn tcp_ended<'a>(env: Env<'a>, sock: Sock<'a>, reset: bool) -> Term<'a> {
-    tcp::ended(env, sock, reset)
+fn tcp_ended<'a>(env: Env<'a>, sock: Sock<'a>, reset: bool) -> NifResult<Term<'a>> {
+    reply::error(env, tcp::ended(env, sock, reset))
 }
 
 /// Sets gen_tcp options kept beside the framing (`tcp_opts`).
 #[rustler::nif]
 fn tcp_setopts<'a>(env: Env<'a>, sock: Sock<'a>, opts: Term<'a>) -> NifResult<Term<'a>> {
-    crate::ops::tcp::opts::set_opts(env, sock, opts)
+    match codec::decode_settings(opts)? {
+        Ok(settings) => reply::unit(env, tcp::opts::set_opts(sock, &settings)),
+        Err(e) => reply::error(env, e),
+    }
 }
 
 /// A send timed out with `rest` unsent: queue it (or close, `send_timeout_close`).
 #[rustler::nif]
 fn tcp_send_timeout<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<Term<'a>> {
-    crate::ops::tcp::send::timed_out(env, sock, rest)
+    let iov = IoVec::inspect(env, rest).ok_or(rustler::Error::BadArg)?;
+    reply::unit(env, tcp::send::timed_out(env, sock, &iov))
 }
 
 /// `tcp_send_timeout` for a rest too large to copy on a normal scheduler.
 #[rustler::nif(schedule = "DirtyCpu")]
 fn tcp_send_timeout_dirty<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<Term<'a>> {
-    crate::ops::tcp::send::timed_out(env, sock, rest)
+    let iov = IoVec::inspect(env, rest).ok_or(rustler::Error::BadArg)?;
+    reply::unit(env, tcp::send::timed_out(env, sock, &iov))
 }
 
 /// Writes what timed-out sends left queued.
@@ -92,12 +118,13 @@ fn tcp_flush<'a>(
     handle: Term<'a>,
     mode: Mode,
 ) -> NifResult<Term<'a>> {
-    crate::ops::tcp::send::flush(env, sock, handle, mode)
+    reply::progress(env, tcp::send::flush(env, sock, handle, mode))
 }
 
 #[rustler::nif]
-fn tcp_unread<'a>(env: Env<'a>, sock: Sock<'a>, bytes: rustler::Binary<'a>) -> Term<'a> {
-    tcp::unread(env, sock, bytes)
+fn tcp_unread<'a>(env: Env<'a>, sock: Sock<'a>, bytes: Binary<'a>) -> Term<'a> {
+    tcp::unread(sock, bytes.as_slice());
+    atoms::ok().encode(env)
 }
 
 #[rustler::nif]
@@ -108,18 +135,21 @@ fn tcp_accept<'a>(
     mode: Mode,
     pump: Term<'a>,
 ) -> NifResult<Term<'a>> {
-    let r = tcp::accept::accept(env, l, handle, mode, pump)?;
-    super::conn::accepted(env, r)
+    let pump = pump_pid(pump)?;
+    super::conn::accepted(env, tcp::accept::accept(env, l, handle, mode, &pump))
 }
 
 #[rustler::nif]
 fn tcp_send_info<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
-    tcp::format::send_info(env, sock)
+    codec::send_info(env, &tcp::format::send_info(sock))
 }
 
 #[rustler::nif]
 fn tcp_getopts<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
-    tcp::format::get_opts(env, sock)
+    match tcp::format::get_opts(sock) {
+        Ok(view) => codec::getopts(env, &view),
+        Err(e) => reply::error(env, e),
+    }
 }
 
 #[rustler::nif]
@@ -130,11 +160,22 @@ fn tcp_recv<'a>(
     handle: Term<'a>,
     mode: Mode,
 ) -> NifResult<Term<'a>> {
-    tcp::recv::recv(env, sock, len, handle, mode)
+    codec::recv(env, tcp::recv::recv(env, sock, len, handle, mode))
 }
 
-/// controlling_process's first step: passive now, `{ok, ModeToRestore}`.
+/// controlling_process's first step: passive now, `{ok, ModeToRestore, Tags}`.
 #[rustler::nif]
 fn tcp_pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
-    tcp::active::pause(env, sock)
+    match tcp::active::pause(env, sock) {
+        Ok((active, tags)) => Ok(codec::paused(env, active, &tags)),
+        Err(e) => reply::error(env, e),
+    }
+}
+
+/// The socket's message tags `{Data, Closed, Error, Passive}`, also once it is
+/// closed (nifsock_tcp's close/1 takes a closed message out of the mailbox).
+#[rustler::nif]
+fn tcp_tags<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
+    let tags = sock.s.lock().tcp.tags;
+    codec::tags(env, &tags)
 }

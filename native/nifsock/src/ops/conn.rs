@@ -2,10 +2,9 @@
 
 use std::os::fd::RawFd;
 
-use rustler::{Encoder, Env, Term};
+use rustler::{Env, Term};
 use socket2::SockAddr;
 
-use crate::atoms;
 use crate::codec::args::{Mode, Sock};
 use crate::core::errno::is_would_block;
 use crate::core::family::Family;
@@ -46,7 +45,7 @@ pub fn wrap<'a>(
     }
     let (res, obj) = owned.into_term(env); // the term holds the object now
     Ok(Sock {
-        term: (atoms::nifsock_tag(), res).encode(env),
+        term: crate::codec::args::sock_term(env, res),
         obj,
         s: obj.get(),
     })

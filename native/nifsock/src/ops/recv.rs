@@ -1,14 +1,14 @@
 //! recv: read into the per-thread scratch buffer and copy exactly the bytes
 //! read into a right-sized binary; an exact-length read that doesn't complete
 //! at once continues straight into its result binary, allocated once.
+//! Returns a `Recv` outcome; `codec::reply::recv` makes the reply term.
 
 use std::os::fd::RawFd;
 
-use rustler::{Binary, Encoder, Env, NewBinary, NifResult, OwnedBinary, Term};
+use rustler::{Binary, Env, NewBinary, OwnedBinary, Term};
 
-use crate::atoms;
-use crate::codec::args::{self, Mode, Sock};
-use crate::codec::reply;
+use crate::codec::args::{Mode, Sock};
+use crate::codec::reply::Recv;
 use crate::core::errno::is_would_block;
 use crate::core::limits::{MAX_EXACT_LEN, MAX_READS_PER_CALL, SCRATCH_CAP, STREAM_THRESHOLD};
 use crate::error::Error;
@@ -16,11 +16,12 @@ use crate::lifecycle;
 use crate::ops::scratch_read::{self, ScratchRead};
 use crate::socket::{Partial, Socket};
 use crate::stats;
+use crate::sys::msg;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
 
 enum Read<'a> {
-    Complete(Term<'a>, usize),
+    Complete(Binary<'a>, usize),
     Progress,
     WouldBlock,
     Eof,
@@ -52,7 +53,7 @@ fn read_direct<'a>(
                     .copy_from_slice(owned.as_slice().get(..n).unwrap_or(&[]));
                 return Read::Complete(bin.into(), n);
             }
-            Read::Complete(Binary::from_owned(owned, env).to_term(env), n)
+            Read::Complete(Binary::from_owned(owned, env), n)
         }
         Err(e) if is_would_block(e) => Read::WouldBlock,
         Err(libc::EINTR) => Read::Progress,
@@ -73,7 +74,7 @@ fn is_drained(n: usize, asked: usize) -> bool {
 
 enum Fitted<'a> {
     /// The partial bytes already answer the call (and what is left over).
-    Ready(Term<'a>, Option<Partial>),
+    Ready(Binary<'a>, Option<Partial>),
     /// Keep reading into this buffer, of exactly the call's length.
     Continue(Partial),
 }
@@ -133,7 +134,7 @@ fn read_once<'a>(
                 p.filled += n;
                 if p.filled >= len {
                     match partial.take() {
-                        Some(p) => Read::Complete(Binary::from_owned(p.buf, env).to_term(env), len),
+                        Some(p) => Read::Complete(Binary::from_owned(p.buf, env), len),
                         None => Read::Failed(libc::EINVAL),
                     }
                 } else {
@@ -187,12 +188,12 @@ fn read_once<'a>(
     }
 }
 
-/// The bytes of a partial read as a binary term.
-pub fn partial_term<'a>(env: Env<'a>, p: Option<Partial>) -> Option<Term<'a>> {
+/// The bytes of a partial read as a binary.
+pub fn partial_bin<'a>(env: Env<'a>, p: Option<Partial>) -> Option<Binary<'a>> {
     let p = p.filter(|p| p.filled > 0)?;
     let filled = p.filled;
     let bin = Binary::from_owned(p.buf, env);
-    Some(bin.make_subbinary(0, filled).unwrap_or(bin).to_term(env))
+    Some(bin.make_subbinary(0, filled).unwrap_or(bin))
 }
 
 /// recv(Sock, Len, Flags, Handle, Mode). See nifsock.erl for the protocol.
@@ -203,22 +204,24 @@ pub fn recv<'a>(
     flags: i32,
     handle: Term<'a>,
     mode: Mode,
-) -> NifResult<Term<'a>> {
+) -> Recv<'a> {
     let s = sock.s;
-    let caller = args::caller(env)?;
+    let Some(caller) = msg::self_pid(env) else {
+        return Recv::Failed(Error::BadArg, None);
+    };
     let peek = flags & libc::MSG_PEEK != 0;
     if len > MAX_EXACT_LEN {
-        return reply::error(env, Error::Os(libc::ENOMEM));
+        return Recv::Failed(Error::Os(libc::ENOMEM), None);
     }
     let mut partial = if peek { None } else { s.lock().partial.take() };
     // A partial read made for another length (a timed-out recv(S, N), or
     // another process's): fit it to this call, never exposing bytes not received.
     if let Some(p) = partial.take().filter(|p| p.filled > 0) {
         match fit_partial(env, p, len) {
-            Fitted::Ready(t, rest) => {
+            Fitted::Ready(b, rest) => {
                 s.lock().partial = rest;
                 lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                return Ok((atoms::ok(), t).encode(env));
+                return Recv::Data(b);
             }
             Fitted::Continue(p) => partial = Some(p),
         }
@@ -250,16 +253,16 @@ pub fn recv<'a>(
                 )
             }) {
                 Ok(r) => r,
-                Err(e) => return reply::error_with(env, e, partial_term(env, partial)),
+                Err(e) => return Recv::Failed(e, partial_bin(env, partial)),
             };
             match outcome {
-                Read::Complete(t, n) => {
+                Read::Complete(b, n) => {
                     if len == 0 {
                         s.note_read(n);
                     }
                     s.set_drained(drained && !peek);
                     lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                    return Ok((atoms::ok(), t).encode(env));
+                    return Recv::Data(b);
                 }
                 Read::Progress if drained && mode != Mode::Zero => {
                     // The queue was just emptied: wait without an EAGAIN read.
@@ -270,7 +273,7 @@ pub fn recv<'a>(
                     reads += 1;
                     if reads >= MAX_READS_PER_CALL {
                         s.lock().partial = partial;
-                        return Ok(atoms::more().encode(env));
+                        return Recv::More;
                     }
                 }
                 Read::WouldBlock => {
@@ -279,11 +282,11 @@ pub fn recv<'a>(
                 }
                 Read::Eof => {
                     lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                    return reply::error_with(env, Error::Closed, partial_term(env, partial));
+                    return Recv::Failed(Error::Closed, partial_bin(env, partial));
                 }
                 Read::Failed(e) => {
                     lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                    return reply::error_with(env, Error::Os(e), partial_term(env, partial));
+                    return Recv::Failed(Error::Os(e), partial_bin(env, partial));
                 }
             }
         }
@@ -293,33 +296,30 @@ pub fn recv<'a>(
             lifecycle::done(env, sock.obj, Dir::Read, &caller);
             // As socket: timeout 0 returns what is there, even short of the
             // length asked for.
-            match partial_term(env, partial) {
-                Some(t) => Ok((atoms::ok(), t).encode(env)),
-                None => reply::error(env, Error::Timeout),
+            match partial_bin(env, partial) {
+                Some(b) => Recv::Data(b),
+                None => Recv::Failed(Error::Timeout, None),
             }
         }
         Mode::Nowait => {
             if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, &caller, handle) {
-                return reply::error_with(env, e, partial_term(env, partial));
+                return Recv::Failed(e, partial_bin(env, partial));
             }
-            Ok(match partial_term(env, partial) {
-                Some(t) => (atoms::select(), t).encode(env),
-                None => atoms::select().encode(env),
-            })
+            Recv::Select(partial_bin(env, partial))
         }
         Mode::Wait => {
             if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, &caller, handle) {
-                return reply::error_with(env, e, partial_term(env, partial));
+                return Recv::Failed(e, partial_bin(env, partial));
             }
             s.lock().partial = partial;
-            Ok(atoms::select().encode(env))
+            Recv::Select(None)
         }
     }
 }
 
 /// Takes the bytes of an unfinished recv(S, N) out of the socket (after a
-/// timeout or an abort): `<<>>` when there are none.
-pub fn take_partial<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
+/// timeout or an abort): an empty binary when there are none.
+pub fn take_partial<'a>(env: Env<'a>, sock: Sock<'a>) -> Binary<'a> {
     let p = sock.s.lock().partial.take();
-    partial_term(env, p).unwrap_or_else(|| NewBinary::new(env, 0).into())
+    partial_bin(env, p).unwrap_or_else(|| NewBinary::new(env, 0).into())
 }

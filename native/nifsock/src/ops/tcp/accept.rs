@@ -6,24 +6,23 @@ use crate::codec::args::{Mode, Sock};
 use crate::error::Result;
 use crate::ops::conn::Accepted;
 use crate::socket::Active;
-use crate::sys::msg;
-use rustler::{Env, NifResult, Term};
+use rustler::sys::ErlNifPid;
+use rustler::{Env, Term};
 
 /// accept for `nifsock_tcp`: the accepted socket inherits the listener's
 /// framing and `buffer` and starts in its active mode, delivering inline what
 /// is already there (no select, no pump hop for a request that arrived with
-/// the connection). The outer error is a badarg (a bad pump pid).
+/// the connection), for the pump `pump`.
 pub fn accept<'a>(
     env: Env<'a>,
     l: Sock<'a>,
     handle: Term<'a>,
     mode: Mode,
-    pump: Term<'a>,
-) -> NifResult<Result<Accepted<'a>>> {
-    let pump = msg::pid_of(pump).ok_or(rustler::Error::BadArg)?;
+    pump: &ErlNifPid,
+) -> Result<Accepted<'a>> {
     let r = crate::ops::conn::accept(env, l, handle, mode);
     let Ok(Accepted::Socket(new)) = r else {
-        return Ok(r);
+        return r;
     };
     let (active, priority) = {
         let lt = l.s.lock().tcp;
@@ -37,7 +36,7 @@ pub fn accept<'a>(
     new.s.set_rcvbuf(l.s.rcvbuf());
     if active != Active::Off {
         new.s.lock().tcp.active = active;
-        deliver(env, new, &pump)?;
+        deliver(env, new, pump);
     }
-    Ok(Ok(Accepted::Socket(new)))
+    Ok(Accepted::Socket(new))
 }

@@ -1,22 +1,21 @@
-//! Active mode: delivery from the pump (one `{nifsock, S, Data}` message
-//! per packet, straight from the NIF), turning a socket active (an inline
+//! Active mode: delivery from the pump (one `{Data, S, Bytes}` message
+//! per packet, tagged with the socket's `tags`, straight from the NIF), turning a socket active (an inline
 //! read first) or passive (`pause`, controlling_process's first step).
 
-use super::{active_term, close_ended, data_term, frame, read_into, tagged, Read};
-use crate::atoms;
-use crate::codec::args::{self, Sock};
-use crate::codec::reply;
+use super::{close_ended, frame, read_into, Read};
+use crate::codec::args::Sock;
+use crate::codec::tcp::{self as codec, ActiveArg};
 use crate::core::limits::MAX_DELIVERY_READS;
 use crate::core::packet::Found;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::lifecycle;
 use crate::readiness;
-use crate::socket::{Active, Phase, Socket};
+use crate::socket::{Active, Phase, Socket, Tags};
 use crate::sys::msg;
 use crate::sys::resource::Obj;
 use crate::sys::select::Dir;
 use rustler::sys::ErlNifPid;
-use rustler::{Encoder, Env, NifResult, Term};
+use rustler::{Env, Term};
 
 /// Where a delivery runs.
 enum Via<'a, 'm, 'o> {
@@ -89,14 +88,14 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> End {
             Found::Packet { consumed, payload } => {
                 let bytes = pending.get(payload).unwrap_or(&[]);
                 via.emit(obj, &owner, |env, sock| {
-                    (atoms::nifsock(), sock, data_term(env, bytes, &opts)).encode(env)
+                    codec::data_msg(env, sock, bytes, &opts)
                 });
                 pending.drain(..consumed.min(pending.len()));
                 opts.active = match opts.active {
                     Active::Once => Active::Off,
                     Active::Count(n) if n <= 1 => {
                         via.emit(obj, &owner, |env, sock| {
-                            tagged(env, atoms::nifsock_passive(), sock)
+                            codec::tagged(env, opts.tags.passive, sock)
                         });
                         Active::Off
                     }
@@ -108,10 +107,10 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> End {
                 // As inet: what was read is dropped with the bad packet.
                 pending.clear();
                 via.emit(obj, &owner, |env, sock| {
-                    (atoms::nifsock_error(), sock, Error::Os(libc::EMSGSIZE)).encode(env)
+                    codec::error_msg(env, opts.tags.error, sock, Error::Os(libc::EMSGSIZE))
                 });
                 via.emit(obj, &owner, |env, sock| {
-                    tagged(env, atoms::nifsock_closed(), sock)
+                    codec::tagged(env, opts.tags.closed, sock)
                 });
                 opts.active = Active::Off;
                 ended = true;
@@ -137,17 +136,17 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> End {
                     // (with it: `{nifsock_error, S, econnreset}`, then closed).
                     Read::Failed(e) if e != libc::ECONNRESET || opts.show_econnreset => {
                         via.emit(obj, &owner, |env, sock| {
-                            (atoms::nifsock_error(), sock, Error::Os(e)).encode(env)
+                            codec::error_msg(env, opts.tags.error, sock, Error::Os(e))
                         });
                         via.emit(obj, &owner, |env, sock| {
-                            tagged(env, atoms::nifsock_closed(), sock)
+                            codec::tagged(env, opts.tags.closed, sock)
                         });
                         opts.active = Active::Off;
                         ended = true;
                     }
                     Read::Eof | Read::Failed(_) => {
                         via.emit(obj, &owner, |env, sock| {
-                            tagged(env, atoms::nifsock_closed(), sock)
+                            codec::tagged(env, opts.tags.closed, sock)
                         });
                         opts.active = Active::Off;
                         ended = true;
@@ -179,7 +178,7 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> End {
 /// Reads and delivers to the owner what the active mode allows; re-arms the
 /// select for `pump` when more may come. Called by the pump on readiness and
 /// by `set_active` when a socket turns active.
-pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<Term<'a>> {
+pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) {
     let _serial = sock.s.delivery_lock();
     match deliver_in(&Via::Nif(env, sock.term), sock.obj) {
         End::Nothing => {}
@@ -192,13 +191,12 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) -> NifResult<
             if more && readiness::enabled() {
                 readiness::note_more(&mut sock.s.lock());
             }
-            let handle = atoms::active().encode(env);
+            let handle = codec::active_handle(env);
             if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, pump, handle) {
                 tracing::debug!(op = "select", ?e, "active re-arm failed");
             }
         }
     }
-    Ok(atoms::ok().encode(env))
 }
 
 /// A readiness drain's delivery for an active socket whose read waiter is its
@@ -218,97 +216,88 @@ pub fn deliver_from_drain(obj: Obj<'_, Socket>, pump: &ErlNifPid, out: &readines
     }
 }
 
-/// Sets the active mode (`true`, `false`, `once`, or N, additive as inet's)
+/// Sets the active mode (`true`, `false`, `once`, or N, additive as inet's;
+/// `value` as decoded: a bad value's error comes after a closed socket's)
 /// and, when active, starts delivering for `pump`.
 pub fn set_active<'a>(
     env: Env<'a>,
     sock: Sock<'a>,
-    value: Term<'a>,
-    pump: Term<'a>,
-) -> NifResult<Term<'a>> {
-    let pump = msg::pid_of(pump).ok_or(rustler::Error::BadArg)?;
+    value: Result<ActiveArg>,
+    pump: &ErlNifPid,
+) -> Result<()> {
     // Wait for a delivery in progress: once this returns, no message of the
     // old mode can still be sent (a passive caller must not see late data).
     let serial = sock.s.delivery_lock();
     let now = {
         let mut st = sock.s.lock();
         if st.phase != Phase::Open {
-            return reply::error(env, Error::Closed);
+            return Err(Error::Closed);
         }
-        let next = if let Ok(b) = value.decode::<bool>() {
-            if b {
-                Active::Forever
-            } else {
-                Active::Off
+        let next = match value? {
+            ActiveArg::Flag(true) => Active::Forever,
+            ActiveArg::Flag(false) => Active::Off,
+            ActiveArg::Once => Active::Once,
+            ActiveArg::Add(n) => {
+                if !(-32768..=32767).contains(&n) {
+                    return Err(Error::Invalid("active"));
+                }
+                // A listener counts the mode it passes on to accepted sockets.
+                let listening = st.listening;
+                let slot = if listening {
+                    &mut st.tcp.accept_active
+                } else {
+                    &mut st.tcp.active
+                };
+                let base = match *slot {
+                    Active::Count(c) => c,
+                    _ => 0,
+                };
+                let total = base + n;
+                if total > 32767 {
+                    return Err(Error::Invalid("active"));
+                }
+                if total <= 0 {
+                    *slot = Active::Off;
+                    let passive = st.tcp.tags.passive;
+                    drop(st);
+                    let caller = msg::self_pid(env).ok_or(Error::BadArg)?;
+                    msg::send(env, &caller, codec::tagged(env, passive, sock.term));
+                    return Ok(());
+                }
+                Active::Count(total)
             }
-        } else if value
-            .decode::<rustler::Atom>()
-            .is_ok_and(|a| a == atoms::once())
-        {
-            Active::Once
-        } else if let Ok(n) = value.decode::<i32>() {
-            if !(-32768..=32767).contains(&n) {
-                return reply::error(env, Error::Invalid("active"));
-            }
-            // A listener counts the mode it passes on to accepted sockets.
-            let listening = st.listening;
-            let slot = if listening {
-                &mut st.tcp.accept_active
-            } else {
-                &mut st.tcp.active
-            };
-            let base = match *slot {
-                Active::Count(c) => c,
-                _ => 0,
-            };
-            let total = base + n;
-            if total > 32767 {
-                return reply::error(env, Error::Invalid("active"));
-            }
-            if total <= 0 {
-                *slot = Active::Off;
-                drop(st);
-                msg::send(
-                    env,
-                    &args::caller(env)?,
-                    tagged(env, atoms::nifsock_passive(), sock.term),
-                );
-                return Ok(atoms::ok().encode(env));
-            }
-            Active::Count(total)
-        } else {
-            return reply::error(env, Error::Invalid("active"));
         };
         if st.listening {
             // A listener doesn't read: it passes the mode on to accepted sockets.
             st.tcp.accept_active = next;
-            return Ok(atoms::ok().encode(env));
+            return Ok(());
         }
         st.tcp.active = next;
         next
     };
     drop(serial);
-    if now == Active::Off {
-        return Ok(atoms::ok().encode(env));
+    if now != Active::Off {
+        deliver(env, sock, pump);
     }
-    deliver(env, sock, &pump)
+    Ok(())
 }
 
 /// The first step of `nifsock_tcp:controlling_process/2`, as gen_tcp's: the
 /// owner makes the socket passive (waiting out a delivery in progress), so
 /// no message arrives while it hands over the ones already in its mailbox,
 /// and learns the mode to restore afterwards (a listener's: the mode it
-/// passes on). `{ok, Active}`, or `{error, not_owner | closed}`.
-pub fn pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
-    let caller = args::caller(env)?;
+/// passes on) and the tags of the messages to hand over. `not_owner` or
+/// `closed` otherwise.
+pub fn pause(env: Env, sock: Sock) -> Result<(Active, Tags)> {
+    let caller = msg::self_pid(env).ok_or(Error::BadArg)?;
     let _serial = sock.s.delivery_lock();
     let mut guard = sock.s.lock();
     let st = &mut *guard;
     if st.phase != Phase::Open {
-        return reply::error(env, Error::Closed);
+        return Err(Error::Closed);
     }
     if !msg::same_pid(&st.owner, &caller) {
-        return reply::error(env, Error::NotOwner);
+        return Err(Error::NotOwner);
     }
     let slot = if st.listening {
         &mut st.tcp.accept_active
@@ -316,5 +305,5 @@ pub fn pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
         &mut st.tcp.active
     };
     let old = std::mem::replace(slot, Active::Off);
-    Ok((atoms::ok(), active_term(env, old)).encode(env))
+    Ok((old, st.tcp.tags))
 }

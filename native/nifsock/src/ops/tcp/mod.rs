@@ -6,18 +6,17 @@
 //! scheduler, not per connection), whose NIF call reads and sends the owner
 //! one `{nifsock, S, Data}` message per packet, straight from here. Turning a
 //! socket active first tries to read inline, so data that is already there
-//! costs no select and no pump hop.
+//! costs no select and no pump hop. The operations return Rust outcomes; the
+//! terms (replies, packets, messages) are `codec::tcp`'s.
 
-use rustler::{Encoder, Env, NewBinary, Term};
+use rustler::Env;
 
-use crate::atoms;
 use crate::codec::args::Sock;
-use crate::core::gen_tcp_opts::{self, Shape};
 use crate::core::packet::{self, Bounds, Found, Packet};
 use crate::error::Error;
 use crate::lifecycle;
 use crate::ops::scratch_read::{self, ScratchRead};
-use crate::socket::{Active, Socket, TcpOpts};
+use crate::socket::{Socket, TcpOpts};
 use crate::stats;
 
 pub mod accept;
@@ -26,35 +25,6 @@ pub mod format;
 pub mod opts;
 pub mod recv;
 pub mod send;
-
-fn binary_term<'a>(env: Env<'a>, bytes: &[u8]) -> Term<'a> {
-    let mut b = NewBinary::new(env, bytes.len());
-    b.as_mut_slice().copy_from_slice(bytes);
-    b.into()
-}
-
-/// A packet as the owner gets it: a binary, a list (list mode), or, in
-/// binary mode with `{header, N}`, `[B1, ..., BN | Rest]` (gen_tcp's shape).
-fn data_term<'a>(env: Env<'a>, bytes: &[u8], opts: &TcpOpts) -> Term<'a> {
-    let shape = if opts.list {
-        Shape::List
-    } else {
-        gen_tcp_opts::shape(bytes.len(), opts.header)
-    };
-    match shape {
-        Shape::Binary => binary_term(env, bytes),
-        Shape::List => {
-            let items: Vec<Term<'a>> = bytes.iter().map(|b| b.encode(env)).collect();
-            items.encode(env)
-        }
-        Shape::Header(n) => {
-            let (head, rest) = bytes.split_at(n.min(bytes.len()));
-            head.iter()
-                .rev()
-                .fold(binary_term(env, rest), |tail, b| tail.list_prepend(*b))
-        }
-    }
-}
 
 enum Read {
     /// Bytes arrived; `true` when the read came back short (queue emptied).
@@ -107,10 +77,6 @@ fn frame(opts: &TcpOpts, len: usize, pending: &[u8], rcvbuf: usize) -> Found {
     }
 }
 
-fn tagged<'a>(env: Env<'a>, tag: rustler::Atom, sock: Term<'a>) -> Term<'a> {
-    (tag, sock).encode(env)
-}
-
 /// Closes a socket whose stream ended (`exit_on_close`, gen_tcp's default), or
 /// whose send timed out under `send_timeout_close`. Never blocks: a lingering
 /// close goes to the closer thread.
@@ -119,10 +85,10 @@ pub fn close_ended(env: Env, sock: Sock) {
 }
 
 /// After a passive recv saw the end of the stream (`reset`: a connection
-/// reset): closes unless `exit_on_close` is off, and returns what recv
-/// returns, as gen_tcp: `{error, closed}`, or `{error, econnreset}` for a
-/// reset under `show_econnreset`.
-pub fn ended<'a>(env: Env<'a>, sock: Sock<'a>, reset: bool) -> Term<'a> {
+/// reset): closes unless `exit_on_close` is off, and returns the error
+/// recv returns, as gen_tcp: `closed`, or `econnreset` for a reset under
+/// `show_econnreset`.
+pub fn ended(env: Env, sock: Sock, reset: bool) -> Error {
     let (keep_open, show) = {
         let st = sock.s.lock();
         (st.tcp.keep_open, st.tcp.show_econnreset)
@@ -130,31 +96,20 @@ pub fn ended<'a>(env: Env<'a>, sock: Sock<'a>, reset: bool) -> Term<'a> {
     if !keep_open {
         close_ended(env, sock);
     }
-    let reason = if reset && show {
+    if reset && show {
         Error::Os(libc::ECONNRESET)
     } else {
         Error::Closed
-    };
-    (atoms::error(), reason).encode(env)
+    }
 }
 
 /// Puts bytes back in front of the stream (a timed-out recv's partial data), so
 /// the next recv sees them first, as gen_tcp keeps them.
-pub fn unread<'a>(env: Env<'a>, sock: Sock<'a>, bytes: rustler::Binary<'a>) -> Term<'a> {
+pub fn unread(sock: Sock, bytes: &[u8]) {
     if !bytes.is_empty() {
         let mut st = sock.s.lock();
-        let mut v = bytes.as_slice().to_vec();
+        let mut v = bytes.to_vec();
         v.extend_from_slice(&st.pending);
         st.pending = v;
-    }
-    atoms::ok().encode(env)
-}
-
-fn active_term<'a>(env: Env<'a>, a: Active) -> Term<'a> {
-    match a {
-        Active::Off => false.encode(env),
-        Active::Forever => true.encode(env),
-        Active::Once => atoms::once().encode(env),
-        Active::Count(n) => n.encode(env),
     }
 }

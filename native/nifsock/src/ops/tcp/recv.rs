@@ -1,16 +1,16 @@
 //! Passive, packet-framed recv.
 
-use super::{data_term, frame, read_into, Read};
-use crate::atoms;
-use crate::codec::args::{self, Mode, Sock};
-use crate::codec::reply;
+use super::{frame, read_into, Read};
+use crate::codec::args::{Mode, Sock};
+use crate::codec::tcp::{self as codec, TcpRecv};
 use crate::core::limits::MAX_EXACT_LEN;
 use crate::core::packet::{Found, Packet};
 use crate::error::Error;
 use crate::lifecycle;
 use crate::socket::{Active, Phase};
+use crate::sys::msg;
 use crate::sys::select::Dir;
-use rustler::{Encoder, Env, NifResult, Term};
+use rustler::{Env, Term};
 
 /// Passive recv for `nifsock_tcp`: a packet (or `len` bytes, or what's there).
 pub fn recv<'a>(
@@ -19,17 +19,17 @@ pub fn recv<'a>(
     len: usize,
     handle: Term<'a>,
     mode: Mode,
-) -> NifResult<Term<'a>> {
+) -> TcpRecv<'a> {
     let (opts, mut pending) = {
         let mut st = sock.s.lock();
         if st.phase != Phase::Open {
-            return reply::error(env, Error::Closed);
+            return TcpRecv::Failed(Error::Closed);
         }
         if st.tcp.active != Active::Off || (len > 0 && st.tcp.packet != Packet::Raw) {
-            return reply::error(env, Error::Os(libc::EINVAL));
+            return TcpRecv::Failed(Error::Os(libc::EINVAL));
         }
         if len > MAX_EXACT_LEN {
-            return reply::error(env, Error::Os(libc::ENOMEM));
+            return TcpRecv::Failed(Error::Os(libc::ENOMEM));
         }
         if st.partial.is_some() {
             // bytes of a timed-out exact recv: serve them through `pending`
@@ -51,35 +51,37 @@ pub fn recv<'a>(
             } else {
                 mode
             };
-            return crate::ops::recv::recv(env, sock, len, 0, handle, mode);
+            return TcpRecv::Raw(crate::ops::recv::recv(env, sock, len, 0, handle, mode));
         }
         (st.tcp, std::mem::take(&mut st.pending))
     };
-    let caller = args::caller(env)?;
+    let Some(caller) = msg::self_pid(env) else {
+        return TcpRecv::Failed(Error::BadArg);
+    };
     let put_back = |pending: Vec<u8>| sock.s.lock().pending = pending;
     let rcvbuf = sock.s.rcvbuf();
     loop {
         match frame(&opts, len, &pending, rcvbuf) {
             Found::Packet { consumed, payload } => {
-                let data = data_term(env, pending.get(payload).unwrap_or(&[]), &opts);
+                let data = codec::packet(env, pending.get(payload).unwrap_or(&[]), &opts);
                 pending.drain(..consumed.min(pending.len()));
                 put_back(pending);
                 lifecycle::done(env, sock.obj, Dir::Read, &caller);
-                return Ok((atoms::ok(), data).encode(env));
+                return TcpRecv::Packet(data);
             }
             Found::TooLarge => {
                 // As inet: what was read is dropped with the bad packet
                 // (`pending` was taken out of the socket); nifsock_tcp then
                 // ends the stream as at end of file.
                 drop(pending);
-                return reply::error(env, Error::Os(libc::EMSGSIZE));
+                return TcpRecv::Failed(Error::Os(libc::EMSGSIZE));
             }
             Found::Incomplete => match read_into(sock.s, &mut pending, rcvbuf) {
                 Read::Got(_) => {}
                 Read::WouldBlock => {
                     put_back(pending);
                     if mode == Mode::Zero {
-                        return reply::error(env, Error::Timeout);
+                        return TcpRecv::Failed(Error::Timeout);
                     }
                     return match lifecycle::wait(
                         env,
@@ -89,17 +91,17 @@ pub fn recv<'a>(
                         &caller,
                         handle,
                     ) {
-                        Ok(()) => Ok(atoms::select().encode(env)),
-                        Err(e) => reply::error(env, e),
+                        Ok(()) => TcpRecv::Select,
+                        Err(e) => TcpRecv::Failed(e),
                     };
                 }
                 Read::Eof => {
                     put_back(pending);
-                    return reply::error(env, Error::Closed);
+                    return TcpRecv::Failed(Error::Closed);
                 }
                 Read::Failed(e) => {
                     put_back(pending);
-                    return reply::error(env, Error::Os(e));
+                    return TcpRecv::Failed(Error::Os(e));
                 }
             },
         }

@@ -8,29 +8,28 @@
 //! `nifsock_tcp:send/2` whether a rest is queued, under the lock it already
 //! takes.
 
-use rustler::{Encoder, Env, NifResult, Term};
+use rustler::{Env, Term};
 
-use crate::atoms;
-use crate::codec::args::{self, Mode, Sock};
-use crate::codec::reply;
+use crate::codec::args::{Mode, Sock};
+use crate::codec::reply::Progress;
 use crate::core::errno::is_would_block;
-use crate::error::Error;
+use crate::error::{Error, Result};
 use crate::lifecycle;
 use crate::socket::{Phase, SendRest, Socket};
 use crate::stats;
 use crate::sys::iovec::IoVec;
+use crate::sys::msg;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
 
 /// A send timed out with `rest` (an I/O vector: the bytes it did not write)
 /// unsent: queue them (a copy: `nifsock_tcp` calls the dirty-scheduler entry
 /// point for a large rest), or close the socket under `send_timeout_close`.
-pub fn timed_out<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<Term<'a>> {
-    let iov = IoVec::inspect(env, rest).ok_or(rustler::Error::BadArg)?;
+pub fn timed_out(env: Env, sock: Sock, iov: &IoVec) -> Result<()> {
     let close = {
         let mut st = sock.s.lock();
         if st.phase != Phase::Open {
-            return reply::error(env, Error::Closed);
+            return Err(Error::Closed);
         }
         if st.tcp.send_timeout_close {
             true
@@ -55,7 +54,7 @@ pub fn timed_out<'a>(env: Env<'a>, sock: Sock<'a>, rest: Term<'a>) -> NifResult<
     if close {
         crate::ops::tcp::close_ended(env, sock);
     }
-    Ok(atoms::ok().encode(env))
+    Ok(())
 }
 
 enum Flushed {
@@ -92,20 +91,15 @@ fn write_rest(s: &Socket, fd: std::os::fd::RawFd, rest: &mut SendRest) -> Flushe
     }
 }
 
-/// Writes the queued rest: `ok` once it is all out (or there is none),
-/// `select` when the caller must wait for its select message (Mode wait),
-/// `{error, timeout}` instead in Mode zero, `{error, R}` when the write
-/// fails (the rest is dropped: the stream is broken).
+/// Writes the queued rest: `Done` once it is all out (or there is none),
+/// `Select` when the caller must wait for its select message (Mode wait),
+/// `timeout` instead in Mode zero, the error when the write fails (the rest
+/// is dropped: the stream is broken).
 ///
 /// The rest is written under the state lock, so two processes flushing at
 /// once take turns and neither can write between its bytes.
-pub fn flush<'a>(
-    env: Env<'a>,
-    sock: Sock<'a>,
-    handle: Term<'a>,
-    mode: Mode,
-) -> NifResult<Term<'a>> {
-    let caller = args::caller(env)?;
+pub fn flush<'a>(env: Env<'a>, sock: Sock<'a>, handle: Term<'a>, mode: Mode) -> Result<Progress> {
+    let caller = msg::self_pid(env).ok_or(Error::BadArg)?;
     // As send: one writer at a time (see `Socket::write_turn`).
     let _turn = sock.s.write_turn();
     let ahead = lifecycle::writer_ahead(sock.obj, &caller);
@@ -113,7 +107,7 @@ pub fn flush<'a>(
         let mut guard = sock.s.lock();
         let st = &mut *guard;
         if st.phase != Phase::Open {
-            return reply::error(env, Error::Closed);
+            return Err(Error::Closed);
         }
         let outcome = match st.send_rest.as_deref_mut() {
             _ if ahead => Flushed::Blocked,
@@ -131,22 +125,20 @@ pub fn flush<'a>(
     match outcome {
         Flushed::Drained => {
             lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            Ok(atoms::ok().encode(env))
+            Ok(Progress::Done)
         }
         Flushed::Failed(e) => {
             lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            reply::error(env, Error::Os(e))
+            Err(Error::Os(e))
         }
-        Flushed::Gone => reply::error(env, Error::Closed),
+        Flushed::Gone => Err(Error::Closed),
         Flushed::Blocked if mode == Mode::Zero => {
             lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            reply::error(env, Error::Timeout)
+            Err(Error::Timeout)
         }
         Flushed::Blocked => {
-            match lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle) {
-                Ok(()) => Ok(atoms::select().encode(env)),
-                Err(e) => reply::error(env, e),
-            }
+            lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle)?;
+            Ok(Progress::Select)
         }
     }
 }

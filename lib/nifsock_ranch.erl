@@ -2,7 +2,10 @@
 %% `ranch_tcp' would go (`ranch:start_listener(Ref, nifsock_ranch, TransOpts,
 %% Protocol, ProtoOpts)'). Sockets are `nifsock_tcp' sockets; active messages
 %% are `{nifsock, S, Data}', `{nifsock_closed, S}', `{nifsock_error, S, Reason}'
-%% and `{nifsock_passive, S}' (see {@link messages/0}).
+%% and `{nifsock_passive, S}' (see {@link messages/0}). Those are fixed, as
+%% Ranch's `messages/0' takes no socket: a `{tags, _}' listen option is
+%% dropped (see {@link disallowed_listen_options/0}), and a protocol must not
+%% set `tags' on its sockets.
 %%
 %% It mirrors `ranch_tcp': the same listen defaults (`binary', `{active,
 %% false}', `{packet, raw}', `{reuseaddr, true}', `{backlog, 1024}', `{nodelay,
@@ -62,7 +65,8 @@ name() -> nifsock.
 -spec secure() -> false.
 secure() -> false.
 
-%% @doc The tags of active-mode messages: `{OK, Closed, Error, Passive}'.
+%% @doc The tags of active-mode messages: `{OK, Closed, Error, Passive}'
+%% (nifsock_tcp's default `tags').
 -spec messages() -> {nifsock, nifsock_closed, nifsock_error, nifsock_passive}.
 messages() -> {nifsock, nifsock_closed, nifsock_error, nifsock_passive}.
 
@@ -163,10 +167,12 @@ is_tcp_level(_) -> false.
 
 %% @doc The listen options the transport sets itself and drops from the
 %% user's: `active', `header', `mode', `packet', `packet_size',
-%% `line_delimiter', `reuseaddr' (`binary' and `list' are dropped too).
+%% `line_delimiter', `reuseaddr' (`binary' and `list' are dropped too), as
+%% `ranch_tcp', and nifsock_tcp's `tags' ({@link messages/0} are the default
+%% tags).
 -spec disallowed_listen_options() -> [atom()].
 disallowed_listen_options() ->
-    [active, header, mode, packet, packet_size, line_delimiter, reuseaddr].
+    [active, header, mode, packet, packet_size, line_delimiter, reuseaddr, tags].
 
 %% @doc Accepts a connection on `LSocket'. The new socket inherits the
 %% listener's options (passive, raw, binary) and is owned by the caller.

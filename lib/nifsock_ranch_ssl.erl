@@ -119,7 +119,7 @@ is_tcp_option({Key, _}) ->
                        line_delimiter, backlog, ip, ifaddr, port, buffer, linger, tcp_module,
                        header, high_watermark, low_watermark, high_msgq_watermark,
                        low_msgq_watermark, delay_send, send_timeout_close, show_econnreset,
-                       deliver, reuseaddr, reuseport, keepalive, recbuf, sndbuf, priority,
+                       deliver, tags, reuseaddr, reuseport, keepalive, recbuf, sndbuf, priority,
                        dontroute, bind_to_device, nodelay, nopush, tos, ttl, ipv6_v6only,
                        inet_backend, fd]);
 is_tcp_option(_) ->
@@ -230,7 +230,7 @@ handshake(CSocket, Timeout) ->
           | {error, any()}.
 handshake({nifsock_ranch_ssl, S, TlsOpts}, Opts, Timeout) ->
     Merged = Opts ++ [O || O <- TlsOpts, not has_key(O, Opts)],
-    handshake_result(ssl:handshake(S, [?CB_INFO | Merged], Timeout));
+    handshake_result(ssl:handshake(S, [socket_cb_info(S) | Merged], Timeout));
 handshake(SslSocket, Opts, Timeout) ->
     handshake_result(ssl:handshake(SslSocket, Opts, Timeout)).
 
@@ -268,14 +268,34 @@ handshake_cancel(CSocket) ->
 -spec connect(inet:ip_address() | inet:hostname(), inet:port_number(), opts()) ->
           {ok, ssl:sslsocket()} | {error, atom() | tuple()}.
 connect(Host, Port, Opts) when is_integer(Port) ->
-    ssl:connect(Host, Port, [?CB_INFO | Opts ++ [binary, {active, false}, {packet, raw}]]).
+    ssl:connect(Host, Port, [opts_cb_info(Opts) | Opts ++ [binary, {active, false}, {packet, raw}]]).
 
 %% @doc As {@link connect/3}, with a timeout.
 -spec connect(inet:ip_address() | inet:hostname(), inet:port_number(), opts(), timeout()) ->
           {ok, ssl:sslsocket()} | {error, atom() | tuple()}.
 connect(Host, Port, Opts, Timeout) when is_integer(Port) ->
-    ssl:connect(Host, Port, [?CB_INFO | Opts ++ [binary, {active, false}, {packet, raw}]],
+    ssl:connect(Host, Port, [opts_cb_info(Opts) | Opts ++ [binary, {active, false}, {packet, raw}]],
                 Timeout).
+
+%% ssl must be told the tags the socket sends (nifsock_tcp's `tags'): those
+%% of an accepted socket (the default, unless changed with setopts)...
+socket_cb_info(S) ->
+    case nifsock_tcp:getopts(S, [tags]) of
+        {ok, [{tags, Tags}]} -> tags_cb_info(Tags);
+        {error, _} -> ?CB_INFO
+    end.
+
+%% ... or of the `{tags, T}' given to connect (the last one wins, as in nifsock_tcp:connect).
+opts_cb_info(Opts) ->
+    case lists:keyfind(tags, 1, lists:reverse(Opts)) of
+        {tags, nifsock} -> ?CB_INFO;
+        {tags, gen_tcp} -> tags_cb_info({tcp, tcp_closed, tcp_error, tcp_passive});
+        {tags, {_, _, _, _} = Tags} -> tags_cb_info(Tags);
+        _ -> ?CB_INFO
+    end.
+
+tags_cb_info({Data, Closed, Error, Passive}) ->
+    {cb_info, {nifsock_tcp, Data, Closed, Error, Passive}}.
 
 %%% ------------------------------------------------------------------
 %%% Data

@@ -3,7 +3,11 @@
 %% framing (`{packet, raw | 0 | 1 | 2 | 4 | line}', `{line_delimiter, C}').
 %%
 %% Active messages are `{nifsock, S, Data}', `{nifsock_closed, S}',
-%% `{nifsock_error, S, Reason}' and `{nifsock_passive, S}'. An active socket's
+%% `{nifsock_error, S, Reason}' and `{nifsock_passive, S}', or with
+%% `{tags, gen_tcp}' gen_tcp's `{tcp, S, Data}', `{tcp_closed, S}',
+%% `{tcp_error, S, Reason}' and `{tcp_passive, S}' (`{tags, {Data, Closed,
+%% Error, Passive}}' names any four atoms). The tags are kept in the socket as
+%% atoms: choosing them costs nothing per message. An active socket's
 %% readiness goes to a pump process shared by all sockets of a scheduler; the
 %% pump's NIF call reads and sends the owner one message per packet, so no
 %% process sits between a connection and its owner. A socket made active when
@@ -14,7 +18,7 @@
 %% nopush, buffer sizes, linger, tos, ttl, keepidle, tclass) to accepted
 %% sockets, and nifsock copies its own (active, packet, packet_size, mode,
 %% send_timeout, exit_on_close, line_delimiter, buffer, header, delay_send,
-%% the watermarks, send_timeout_close, show_econnreset, deliver) inside the
+%% the watermarks, send_timeout_close, show_econnreset, deliver, tags) inside the
 %% accept call. SO_PRIORITY is the exception Linux doesn't copy: when a
 %% priority was set on the listener, accept sets it (one setsockopt).
 %%
@@ -28,7 +32,7 @@
          peername/1, sockname/1, port/1, getstat/1, getstat/2]).
 -export([flush_queued/2]).
 
--export_type([socket/0, option/0]).
+-export_type([socket/0, option/0, tags/0]).
 
 -include("nifsock_internal.hrl").
 
@@ -38,6 +42,10 @@
 -define(DIRTY_COPY, (1024 * 1024)).
 
 -type socket() :: nifsock:socket().
+%% The active-message tags: `nifsock' (the default: `{nifsock, nifsock_closed,
+%% nifsock_error, nifsock_passive}'), `gen_tcp' (`{tcp, tcp_closed, tcp_error,
+%% tcp_passive}'), or `{Data, Closed, Error, Passive}'. getopts reads the tuple.
+-type tags() :: nifsock | gen_tcp | {atom(), atom(), atom(), atom()}.
 -type option() :: binary | list | inet | inet6 | local
                 | {active, boolean() | once | -32768..32767}
                 | {packet, raw | 0 | 1 | 2 | 4 | line} | {packet_size, non_neg_integer()}
@@ -54,6 +62,7 @@
                 | {high_msgq_watermark, pos_integer()} | {low_msgq_watermark, pos_integer()}
                 | {send_timeout_close, boolean()} | {show_econnreset, boolean()}
                 | {deliver, port | term}
+                | {tags, tags()}
                 | {ipv6_v6only, boolean()} | {nopush, boolean()}
                 | {raw, integer(), integer(), binary() | integer()} | {atom(), term()}.
 
@@ -372,7 +381,7 @@ getopt(_S, N, Tcp) when N =:= active; N =:= packet_size; N =:= mode;
                         N =:= header; N =:= delay_send; N =:= high_watermark;
                         N =:= low_watermark; N =:= high_msgq_watermark;
                         N =:= low_msgq_watermark; N =:= send_timeout_close;
-                        N =:= show_econnreset; N =:= deliver ->
+                        N =:= show_econnreset; N =:= deliver; N =:= tags ->
     maps:get(N, Tcp);
 getopt(S, linger, _) ->
     #{onoff := On, linger := T} = value(nifsock:getopt(S, {socket, linger})),
@@ -405,12 +414,14 @@ value(#{} = Map) -> Map.
 %%% The rest
 
 %% @doc Closes the socket. Always `ok', as gen_tcp. As `gen_tcp:close/1' (OTP
-%% 25's `inet:tcp_close/1'), it takes one `{nifsock_closed, S}' out of the
-%% caller's mailbox if there is one; data messages stay.
+%% 25's `inet:tcp_close/1'), it takes one closed message (`{nifsock_closed,
+%% S}', or the socket's `tags') out of the caller's mailbox if there is one;
+%% data messages stay.
 -spec close(socket()) -> ok.
 close(S) ->
     _ = nifsock:close(S),
-    receive {nifsock_closed, S} -> ok after 0 -> ok end.
+    Closed = element(2, nifsock_nif:tcp_tags(S)),
+    receive {Closed, S} -> ok after 0 -> ok end.
 
 %% @doc Shuts down reading, writing or both. A listening socket is
 %% `{error, enotconn}', as gen_tcp (and keeps listening).
@@ -430,8 +441,8 @@ controlling_process(S, Pid) when is_pid(Pid), Pid =:= self() ->
     nifsock:controlling_process(S, Pid);
 controlling_process(S, Pid) when is_pid(Pid) ->
     case nifsock_nif:tcp_pause(S) of
-        {ok, Active} ->
-            ok = hand_over(S, Pid),
+        {ok, Active, {Data, Closed, _, _}} ->
+            ok = hand_over(S, Pid, Data, Closed),
             Result = nifsock:controlling_process(S, Pid),
             _ = case Active of
                     false -> ok;
@@ -444,10 +455,11 @@ controlling_process(S, Pid) when is_pid(Pid) ->
 controlling_process(S, Pid) ->
     erlang:error(badarg, [S, Pid]).
 
-hand_over(S, Pid) ->
+%% The socket's data and closed messages (its tags), in order.
+hand_over(S, Pid, Data, Closed) ->
     receive
-        {nifsock, S, _} = Msg -> Pid ! Msg, hand_over(S, Pid);
-        {nifsock_closed, S} = Msg -> Pid ! Msg, hand_over(S, Pid)
+        {Data, S, _} = Msg -> Pid ! Msg, hand_over(S, Pid, Data, Closed);
+        {Closed, S} = Msg -> Pid ! Msg, hand_over(S, Pid, Data, Closed)
     after 0 -> ok
     end.
 
@@ -583,6 +595,7 @@ inet_type(linger) -> linger;
 inet_type(active) -> active;
 inet_type(mode) -> {enum, [list, binary]};
 inet_type(deliver) -> {enum, [port, term]};
+inet_type(tags) -> tags;
 inet_type(bind_to_device) -> binary;
 inet_type(port) -> port;
 inet_type(N) when N =:= ip; N =:= ifaddr -> address;
@@ -597,6 +610,9 @@ valid(linger, _) -> false;
 valid(active, V) -> is_boolean(V) orelse V =:= once
                         orelse is_integer(V) andalso V >= -32768 andalso V =< 32767;
 valid({enum, Values}, V) -> lists:member(V, Values);
+valid(tags, V) -> V =:= nifsock orelse V =:= gen_tcp
+                      orelse is_tuple(V) andalso tuple_size(V) =:= 4
+                             andalso lists:all(fun is_atom/1, tuple_to_list(V));
 valid(binary, V) -> is_binary(V);
 valid(port, V) -> is_port_number(V);
 valid(address, V) -> V =:= any orelse V =:= loopback orelse inet:is_ip_address(V)
@@ -653,6 +669,12 @@ parse_one({Name, B}, P) when (Name =:= delay_send orelse Name =:= send_timeout_c
     layer_opt(Name, B, P);
 parse_one({deliver, D}, P) when D =:= port; D =:= term ->
     layer_opt(deliver, D, P);
+parse_one({tags, nifsock}, P) ->
+    layer_opt(tags, {nifsock, nifsock_closed, nifsock_error, nifsock_passive}, P);
+parse_one({tags, gen_tcp}, P) ->
+    layer_opt(tags, {tcp, tcp_closed, tcp_error, tcp_passive}, P);
+parse_one({tags, {_, _, _, _} = Tags}, P) ->
+    layer_opt(tags, Tags, P);
 parse_one({Name, Value} = Opt, P) ->
     case sockopt_name(Name) of
         undefined -> erlang:error({invalid_option, Opt});

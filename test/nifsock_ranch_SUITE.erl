@@ -146,12 +146,12 @@ ranch_exports_transport_callbacks(_Config) ->
     [] = (Callbacks ++ RanchTcpExtra) -- Exports,
     ok.
 
-%% name/0 is nifsock, secure/0 false, messages/0 the four nifsock tags, disallowed options as ranch_tcp.
+%% name/0 is nifsock, secure/0 false, messages/0 the four nifsock tags, disallowed options as ranch_tcp plus nifsock_tcp's tags.
 ranch_identity(_Config) ->
     nifsock = ?TR:name(),
     false = ?TR:secure(),
     {nifsock, nifsock_closed, nifsock_error, nifsock_passive} = ?TR:messages(),
-    [active, header, mode, packet, packet_size, line_delimiter, reuseaddr] =
+    [active, header, mode, packet, packet_size, line_delimiter, reuseaddr, tags] =
         ?TR:disallowed_listen_options().
 
 %% listen/1 with no options: passive, raw, binary, reuseaddr, nodelay, send_timeout 30000, port chosen by the kernel.
@@ -198,16 +198,18 @@ ranch_inherit_options(_Config) ->
     {ok, [{send_timeout_close, true}]} = ?TR:getopts(L2, [send_timeout_close]),
     ok = ?TR:close(L2).
 
-%% Disallowed user options (active, packet, mode, reuseaddr, list...) are dropped; allowed ones (nodelay false, backlog) are kept.
+%% Disallowed user options (active, packet, mode, reuseaddr, list, tags...) are dropped; allowed ones (nodelay false, backlog) are kept.
 ranch_listen_filters_disallowed(_Config) ->
     {ok, L} = ?TR:listen(#{logger => false,
                            socket_opts => [{ip, {127, 0, 0, 1}}, {active, true}, {packet, 2},
                                            {mode, list}, list, {reuseaddr, false},
                                            {packet_size, 10}, {nodelay, false}, {backlog, 7},
-                                           {keepalive, true}, {inet_backend, socket}]}),
+                                           {keepalive, true}, {inet_backend, socket},
+                                           {tags, gen_tcp}]}),
     {ok, [{active, false}, {packet, 0}, {mode, binary}, {reuseaddr, true}, {nodelay, false},
-          {keepalive, true}, {packet_size, 0}]} =
-        ?TR:getopts(L, [active, packet, mode, reuseaddr, nodelay, keepalive, packet_size]),
+          {keepalive, true}, {packet_size, 0},
+          {tags, {nifsock, nifsock_closed, nifsock_error, nifsock_passive}}]} =
+        ?TR:getopts(L, [active, packet, mode, reuseaddr, nodelay, keepalive, packet_size, tags]),
     ok = ?TR:close(L).
 
 %% listen/1 errors are {error, Reason}: a port in use, an unknown option.

@@ -61,7 +61,8 @@
          ssl_ranch_recv_proxy_header/1,
          ssl_ranch_alpn_negotiated/1,
          ssl_ranch_names_and_stats/1,
-         ssl_ranch_listen_local/1]).
+         ssl_ranch_listen_local/1,
+         ssl_ranch_tags_follow_socket/1]).
 
 -define(T, 5000).
 -define(MIB, (1024 * 1024)).
@@ -96,7 +97,7 @@ groups() ->
        ssl_ranch_sendfile_fd, ssl_ranch_shutdown_write, ssl_ranch_handshake_hello_continue,
        ssl_ranch_handshake_cancel, ssl_ranch_handshake_failure_closes,
        ssl_ranch_recv_proxy_header, ssl_ranch_alpn_negotiated, ssl_ranch_names_and_stats,
-       ssl_ranch_listen_local]}].
+       ssl_ranch_listen_local, ssl_ranch_tags_follow_socket]}].
 
 init_per_suite(Config) ->
     {ok, _} = application:ensure_all_started(ssl),
@@ -559,6 +560,36 @@ ssl_ranch_listen_options(Config) ->
     %% A TCP option nifsock_tcp refuses fails the listen, as ranch_ssl.
     {error, einval} = ?TR:listen(#{socket_opts => [{ip, {127, 0, 0, 1}}, {backlog, foo}
                                                    | TlsOpts]}),
+    ok = ?TR:close(L).
+
+%% ssl is given the TCP socket's tags: connect/4 with {tags, gen_tcp} and a handshake on an accepted socket whose tags were set to a custom tuple both work, passive and active ({ssl, S, D}); a {tags, _} listen option is dropped (the accepted socket has the default tags).
+ssl_ranch_tags_follow_socket(Config) ->
+    {ok, L} = listen(Config, [{tags, gen_tcp}]),
+    {ok, {_, Port}} = ?TR:sockname(L),
+    Self = self(),
+    spawn_link(fun() ->
+                       {ok, C} = ?TR:connect({127, 0, 0, 1}, Port,
+                                             [{tags, gen_tcp} | ?config(client_opts, Config)], ?T),
+                       {sslsocket, {nifsock_tcp, TcpC, _, _}, _} = C,
+                       {ok, [{tags, {tcp, tcp_closed, tcp_error, tcp_passive}}]} =
+                           nifsock_tcp:getopts(TcpC, [tags]),
+                       {ok, <<"ping">>} = ssl:recv(C, 4, ?T),
+                       ok = ssl:setopts(C, [{active, once}]),
+                       ok = ssl:send(C, <<"pong">>),
+                       receive {ssl, C, <<"bye">>} -> ok after ?T -> error(no_active_data) end,
+                       Self ! {client_done, ssl:close(C)}
+               end),
+    {ok, {nifsock_ranch_ssl, TcpS, _} = A} = ?TR:accept(L, ?T),
+    {ok, [{tags, {nifsock, nifsock_closed, nifsock_error, nifsock_passive}}]} =
+        nifsock_tcp:getopts(TcpS, [tags]),
+    ok = nifsock_tcp:setopts(TcpS, [{tags, {d, c, e, p}}]),
+    {ok, S} = ?TR:handshake(A, ?T),
+    ok = ?TR:send(S, <<"ping">>),
+    ok = ssl:setopts(S, [{active, once}]),
+    receive {ssl, S, <<"pong">>} -> ok after ?T -> error(no_active_data) end,
+    ok = ?TR:send(S, <<"bye">>),
+    receive {client_done, ok} -> ok after ?T -> error(no_client) end,
+    ok = ?TR:close(S),
     ok = ?TR:close(L).
 
 %% accept/2 times out with {error, timeout}; once the listener is closed, {error, closed}.

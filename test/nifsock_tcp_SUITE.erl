@@ -110,6 +110,12 @@
          tcp_controlling_process_hands_over_queued/1,
          tcp_show_econnreset_active/1,
          tcp_show_econnreset_passive/1,
+         tcp_tags_gen_tcp_inherited/1,
+         tcp_tags_set_later/1,
+         tcp_tags_custom_tuple/1,
+         tcp_tags_bad_values_rejected/1,
+         tcp_tags_close_flushes_custom_closed/1,
+         tcp_tags_controlling_process_hands_over_custom/1,
          tcp_kernel_accept_inheritance/1]).
 
 -define(T, 5000).         % bound for anything that should happen "now"
@@ -223,7 +229,13 @@ cases() ->
      tcp_close_flushes_closed_message,
      tcp_controlling_process_hands_over_queued,
      tcp_show_econnreset_active,
-     tcp_show_econnreset_passive].
+     tcp_show_econnreset_passive,
+     tcp_tags_gen_tcp_inherited,
+     tcp_tags_set_later,
+     tcp_tags_custom_tuple,
+     tcp_tags_bad_values_rejected,
+     tcp_tags_close_flushes_custom_closed,
+     tcp_tags_controlling_process_hands_over_custom].
 
 init_per_suite(Config) ->
     case code:ensure_loaded(nifsock_tcp) of
@@ -1987,6 +1999,146 @@ msgs_of(S) ->
     receive
         Msg when is_tuple(Msg), tuple_size(Msg) >= 2, element(2, Msg) =:= S -> [Msg | msgs_of(S)]
     after 0 -> []
+    end.
+
+%%--------------------------------------------------------------------
+%% Message tags ({tags, T}: nifsock_tcp only; gen_tcp's messages always carry
+%% gen_tcp's tags, so the gen_tcp group checks the shapes expected of
+%% {tags, gen_tcp} against the real thing)
+%%--------------------------------------------------------------------
+
+-define(GEN_TCP_TAGS, {tcp, tcp_closed, tcp_error, tcp_passive}).
+-define(CUSTOM_TAGS, {my_data, my_closed, my_error, my_passive}).
+
+%% {tags, gen_tcp} set on a listener is inherited and readable: {tcp, S, D}, {tcp_passive, S}, {tcp_error, S, econnreset} and {tcp_closed, S}, and no message with other tags.
+tcp_tags_gen_tcp_inherited(Config) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [binary, {active, 1}, {show_econnreset, true}, {ip, {127, 0, 0, 1}}
+                           | tags_opts(Config, gen_tcp)]),
+    ok = check_tags(Config, L, ?GEN_TCP_TAGS),
+    {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, port(Config, L), [binary, {active, false}]),
+    ok = gen_tcp:send(Peer, <<"one">>),
+    {ok, S} = M:accept(L, ?T),
+    ok = M:close(L),
+    ok = check_tags(Config, S, ?GEN_TCP_TAGS),
+    receive Msg1 -> {tcp, S, <<"one">>} = Msg1 after ?T -> ct:fail(no_data) end,
+    receive Msg2 -> {tcp_passive, S} = Msg2 after ?T -> ct:fail(no_passive) end,
+    ok = setopts(Config, S, [{active, true}]),
+    ok = inet:setopts(Peer, [{linger, {true, 0}}]),
+    ok = gen_tcp:close(Peer),
+    receive Msg3 -> {tcp_error, S, econnreset} = Msg3 after ?T -> ct:fail(no_error) end,
+    receive Msg4 -> {tcp_closed, S} = Msg4 after ?T -> ct:fail(no_closed) end,
+    no_msg(S),
+    M:close(S).
+
+%% {tags, T} set later with setopts changes the tags of the messages that follow (the earlier ones keep the old tags), and getopts reads it back; {tags, nifsock} restores the default.
+tcp_tags_set_later(Config) ->
+    M = mod(Config),
+    {DT, _, _, _} = tags(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}]),
+    ok = gen_tcp:send(Peer, <<"before">>),
+    receive Msg1 -> {DT, S, <<"before">>} = Msg1 after ?T -> ct:fail(no_data) end,
+    ok = setopts(Config, S, tags_opts(Config, gen_tcp)),
+    ok = check_tags(Config, S, ?GEN_TCP_TAGS),
+    ok = gen_tcp:send(Peer, <<"after">>),
+    receive Msg2 -> {tcp, S, <<"after">>} = Msg2 after ?T -> ct:fail(no_data) end,
+    ok = setopts(Config, S, [{active, false} | tags_opts(Config, nifsock)]),
+    ok = check_tags(Config, S, tags(Config)),
+    ok = setopts(Config, S, [{active, true} | tags_opts(Config, gen_tcp)]),
+    ok = gen_tcp:close(Peer),
+    receive Msg3 -> {tcp_closed, S} = Msg3 after ?T -> ct:fail(no_closed) end,
+    no_msg(S),
+    M:close(S).
+
+%% {tags, {Data, Closed, Error, Passive}} given to connect names any four atoms: data, passive, error (a packet too large) and closed messages carry them, getopts reads the tuple.
+tcp_tags_custom_tuple(Config) ->
+    M = mod(Config),
+    {TagOpts, {DT, CT, ET, PT} = Tags} = custom_tags(Config),
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, C} = M:connect({127, 0, 0, 1}, port(Config, L),
+                        [binary, {active, 2}, {packet, 1}, {packet_size, 4} | TagOpts], ?T),
+    {ok, S} = M:accept(L, ?T),
+    ok = M:close(L),
+    ok = check_tags(Config, C, Tags),
+    ok = M:send(S, <<1, "a", 1, "b">>),
+    receive Msg1 -> {DT, C, <<"a">>} = Msg1 after ?T -> ct:fail(no_data) end,
+    receive Msg2 -> {DT, C, <<"b">>} = Msg2 after ?T -> ct:fail(no_data) end,
+    receive Msg3 -> {PT, C} = Msg3 after ?T -> ct:fail(no_passive) end,
+    ok = M:send(S, <<9, "too large">>),
+    ok = setopts(Config, C, [{active, once}]),
+    receive Msg4 -> {ET, C, emsgsize} = Msg4 after ?T -> ct:fail(no_error) end,
+    receive Msg5 -> {CT, C} = Msg5 after ?T -> ct:fail(no_closed) end,
+    no_msg(C),
+    close_all(M, [C, S]).
+
+%% Bad {tags, T} values: listen and connect exit with badarg, setopts is {error, einval}, as gen_tcp for an option it doesn't take; the socket keeps its tags.
+tcp_tags_bad_values_rejected(Config) ->
+    M = mod(Config),
+    Bad = [foo, {tcp, tcp_closed, tcp_error}, {tcp, tcp_closed, tcp_error, 1},
+           {tcp, tcp_closed, tcp_error, tcp_passive, x}, "gen_tcp", [tcp, tcp_closed, tcp_error, tcp_passive]],
+    {ok, L} = M:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    lists:foreach(
+      fun(V) ->
+              {'EXIT', badarg} = (catch M:listen(0, [{tags, V}])),
+              {'EXIT', badarg} = (catch M:connect({127, 0, 0, 1}, port(Config, L), [{tags, V}], ?T)),
+              {error, einval} = setopts(Config, L, [{tags, V}])
+      end, Bad),
+    ok = check_tags(Config, L, tags(Config)),
+    M:close(L).
+
+%% close/1 takes one {Closed, S} of the socket's custom tags out of the mailbox (also once exit_on_close closed the socket) and leaves its data messages.
+tcp_tags_close_flushes_custom_closed(Config) ->
+    M = mod(Config),
+    {TagOpts, {DT, CT, _, _}} = custom_tags(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true} | TagOpts]),
+    ok = gen_tcp:send(Peer, <<"data">>),
+    ok = gen_tcp:close(Peer),
+    wait_for_msg({CT, S}),
+    ok = M:close(S),
+    [{DT, S, <<"data">>}] = msgs_of(S),
+    {Peer2, S2} = raw_pair(Config, [binary, {active, false} | TagOpts]),
+    self() ! {CT, S2}, self() ! {CT, S2},
+    ok = M:close(S2),
+    [{CT, S2}] = msgs_of(S2),
+    gen_tcp:close(Peer2).
+
+%% controlling_process/2 hands over the data and closed messages of the socket's custom tags, in order, and the new owner gets the later ones with the same tags.
+tcp_tags_controlling_process_hands_over_custom(Config) ->
+    M = mod(Config),
+    {TagOpts, {DT, CT, _, _}} = custom_tags(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}, {exit_on_close, false} | TagOpts]),
+    ok = gen_tcp:send(Peer, <<"first">>),
+    wait_for_msg({DT, S, <<"first">>}),
+    Fwd = forwarder(self()),
+    ok = M:controlling_process(S, Fwd),
+    [] = msgs_of(S),
+    receive {via, Fwd, Got1} -> {DT, S, <<"first">>} = Got1 after ?T -> ct:fail(no_data) end,
+    ok = gen_tcp:send(Peer, <<"second">>),
+    receive {via, Fwd, Got2} -> {DT, S, <<"second">>} = Got2 after ?T -> ct:fail(no_data) end,
+    ok = gen_tcp:close(Peer),
+    receive {via, Fwd, Got3} -> {CT, S} = Got3 after ?T -> ct:fail(no_closed) end,
+    Fwd ! stop,
+    M:close(S).
+
+%% The options that ask for tags T: {tags, T} for nifsock_tcp, none for gen_tcp.
+tags_opts(Config, T) ->
+    case mod(Config) of
+        gen_tcp -> [];
+        _ -> [{tags, T}]
+    end.
+
+%% Options for custom tags and the tags the messages then carry (gen_tcp's own, under gen_tcp).
+custom_tags(Config) ->
+    case mod(Config) of
+        gen_tcp -> {[], ?GEN_TCP_TAGS};
+        _ -> {[{tags, ?CUSTOM_TAGS}], ?CUSTOM_TAGS}
+    end.
+
+%% getopts reads the socket's tags (nifsock_tcp; gen_tcp has no such option: einval).
+check_tags(Config, S, Tags) ->
+    case mod(Config) of
+        gen_tcp -> {error, einval} = inet:getopts(S, [tags]), ok;
+        M -> {ok, [{tags, Tags}]} = M:getopts(S, [tags]), ok
     end.
 
 %%--------------------------------------------------------------------

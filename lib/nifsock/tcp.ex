@@ -24,7 +24,11 @@ defmodule Nifsock.TCP do
   With `active: true | :once | n` the owner receives `{:nifsock, socket, data}`,
   `{:nifsock_closed, socket}`, `{:nifsock_error, socket, reason}` and (after
   `n` packets) `{:nifsock_passive, socket}` — the `:gen_tcp` messages with
-  `:nifsock` tags. With `packet: 1 | 2 | 4 | :line` each message is one packet.
+  `:nifsock` tags. With `tags: :gen_tcp` they carry `:gen_tcp`'s own tags
+  (`{:tcp, socket, data}`, `{:tcp_closed, socket}`, `{:tcp_error, socket, reason}`,
+  `{:tcp_passive, socket}`), for code that matches those literally (Thousand Island
+  handlers); `tags: {data, closed, error, passive}` names any four atoms. With
+  `packet: 1 | 2 | 4 | :line` each message is one packet.
   """
 
   @typedoc "A nifsock socket, shared with `Nifsock`."

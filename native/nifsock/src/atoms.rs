@@ -17,7 +17,7 @@ rustler::atoms! {
     nifsock, nifsock_closed, nifsock_error, nifsock_passive, active, once,
     raw, line, infinity, packet, packet_size, mode, send_timeout, list, binary, exit_on_close,
     line_delimiter, header, high_watermark, low_watermark, high_msgq_watermark, low_msgq_watermark, delay_send,
-    send_timeout_close, show_econnreset, deliver, term, send_pend,
+    send_timeout_close, show_econnreset, deliver, term, send_pend, tags,
     // shutdown
     read, write, read_write,
     // option values and keys

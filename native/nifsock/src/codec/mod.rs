@@ -4,3 +4,4 @@
 pub mod addr;
 pub mod args;
 pub mod reply;
+pub mod tcp;

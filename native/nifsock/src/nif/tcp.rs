@@ -138,3 +138,11 @@ fn tcp_recv<'a>(
 fn tcp_pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     tcp::active::pause(env, sock)
 }
+
+/// The socket's message tags `{Data, Closed, Error, Passive}`, also once it is
+/// closed (nifsock_tcp's close/1 takes a closed message out of the mailbox).
+#[rustler::nif]
+fn tcp_tags<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
+    let tags = sock.s.lock().tcp.tags;
+    crate::codec::tcp::tags_term(env, &tags)
+}

@@ -24,7 +24,7 @@ use crate::sys::handles::{HandleStore, Saved};
 use crate::sys::msg::Monitor;
 use crate::sys::select::Dir;
 
-pub use tcp::{Active, TcpOpts};
+pub use tcp::{Active, Tags, TcpOpts};
 
 pub mod rd;
 mod tcp;

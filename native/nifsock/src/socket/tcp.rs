@@ -1,6 +1,9 @@
 //! The gen_tcp layer's per-socket state: active mode and the options
 //! `nifsock_tcp` reads and inherits.
 
+use rustler::Atom;
+
+use crate::atoms;
 use crate::core::gen_tcp_opts::Watermarks;
 
 /// gen_tcp-style active delivery (`nifsock_tcp`).
@@ -15,6 +18,33 @@ pub enum Active {
     Once,
     /// `{active, once}` (1) or `{active, N}`: messages left before passive.
     Count(i32),
+}
+
+/// The tags of the active-mode messages (`{tags, T}`): `{Data, S, Bytes}`,
+/// `{Closed, S}`, `{Error, S, Reason}`, `{Passive, S}`. Kept as atoms, so a
+/// message costs no lookup.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tags {
+    /// Data message tag (`nifsock`; gen_tcp's `tcp`).
+    pub data: Atom,
+    /// Closed message tag (`nifsock_closed`).
+    pub closed: Atom,
+    /// Error message tag (`nifsock_error`).
+    pub error: Atom,
+    /// Passive message tag (`nifsock_passive`).
+    pub passive: Atom,
+}
+
+impl Default for Tags {
+    /// nifsock's own tags.
+    fn default() -> Tags {
+        Tags {
+            data: atoms::nifsock(),
+            closed: atoms::nifsock_closed(),
+            error: atoms::nifsock_error(),
+            passive: atoms::nifsock_passive(),
+        }
+    }
 }
 
 /// The `nifsock_tcp` options kept in the socket (inherited by accepted sockets
@@ -58,6 +88,8 @@ pub struct TcpOpts {
     pub show_econnreset: bool,
     /// `{deliver, port}` (false: `term`, the default): kept and reported only.
     pub deliver_port: bool,
+    /// `{tags, _}`: the active-mode message tags.
+    pub tags: Tags,
 }
 
 impl Default for TcpOpts {
@@ -81,6 +113,7 @@ impl Default for TcpOpts {
             send_timeout_close: false,
             show_econnreset: false,
             deliver_port: false,
+            tags: Tags::default(),
         }
     }
 }

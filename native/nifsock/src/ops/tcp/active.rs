@@ -1,11 +1,12 @@
-//! Active mode: delivery from the pump (one `{nifsock, S, Data}` message
-//! per packet, straight from the NIF), turning a socket active (an inline
+//! Active mode: delivery from the pump (one `{Data, S, Bytes}` message
+//! per packet, tagged with the socket's `tags`, straight from the NIF), turning a socket active (an inline
 //! read first) or passive (`pause`, controlling_process's first step).
 
 use super::{active_term, close_ended, data_term, frame, read_into, tagged, Read};
 use crate::atoms;
 use crate::codec::args::{self, Sock};
 use crate::codec::reply;
+use crate::codec::tcp::tags_term;
 use crate::core::limits::MAX_DELIVERY_READS;
 use crate::core::packet::Found;
 use crate::error::Error;
@@ -89,14 +90,14 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> End {
             Found::Packet { consumed, payload } => {
                 let bytes = pending.get(payload).unwrap_or(&[]);
                 via.emit(obj, &owner, |env, sock| {
-                    (atoms::nifsock(), sock, data_term(env, bytes, &opts)).encode(env)
+                    (opts.tags.data, sock, data_term(env, bytes, &opts)).encode(env)
                 });
                 pending.drain(..consumed.min(pending.len()));
                 opts.active = match opts.active {
                     Active::Once => Active::Off,
                     Active::Count(n) if n <= 1 => {
                         via.emit(obj, &owner, |env, sock| {
-                            tagged(env, atoms::nifsock_passive(), sock)
+                            tagged(env, opts.tags.passive, sock)
                         });
                         Active::Off
                     }
@@ -108,11 +109,9 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> End {
                 // As inet: what was read is dropped with the bad packet.
                 pending.clear();
                 via.emit(obj, &owner, |env, sock| {
-                    (atoms::nifsock_error(), sock, Error::Os(libc::EMSGSIZE)).encode(env)
+                    (opts.tags.error, sock, Error::Os(libc::EMSGSIZE)).encode(env)
                 });
-                via.emit(obj, &owner, |env, sock| {
-                    tagged(env, atoms::nifsock_closed(), sock)
-                });
+                via.emit(obj, &owner, |env, sock| tagged(env, opts.tags.closed, sock));
                 opts.active = Active::Off;
                 ended = true;
             }
@@ -137,18 +136,14 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> End {
                     // (with it: `{nifsock_error, S, econnreset}`, then closed).
                     Read::Failed(e) if e != libc::ECONNRESET || opts.show_econnreset => {
                         via.emit(obj, &owner, |env, sock| {
-                            (atoms::nifsock_error(), sock, Error::Os(e)).encode(env)
+                            (opts.tags.error, sock, Error::Os(e)).encode(env)
                         });
-                        via.emit(obj, &owner, |env, sock| {
-                            tagged(env, atoms::nifsock_closed(), sock)
-                        });
+                        via.emit(obj, &owner, |env, sock| tagged(env, opts.tags.closed, sock));
                         opts.active = Active::Off;
                         ended = true;
                     }
                     Read::Eof | Read::Failed(_) => {
-                        via.emit(obj, &owner, |env, sock| {
-                            tagged(env, atoms::nifsock_closed(), sock)
-                        });
+                        via.emit(obj, &owner, |env, sock| tagged(env, opts.tags.closed, sock));
                         opts.active = Active::Off;
                         ended = true;
                     }
@@ -267,12 +262,9 @@ pub fn set_active<'a>(
             }
             if total <= 0 {
                 *slot = Active::Off;
+                let passive = st.tcp.tags.passive;
                 drop(st);
-                msg::send(
-                    env,
-                    &args::caller(env)?,
-                    tagged(env, atoms::nifsock_passive(), sock.term),
-                );
+                msg::send(env, &args::caller(env)?, tagged(env, passive, sock.term));
                 return Ok(atoms::ok().encode(env));
             }
             Active::Count(total)
@@ -298,7 +290,8 @@ pub fn set_active<'a>(
 /// owner makes the socket passive (waiting out a delivery in progress), so
 /// no message arrives while it hands over the ones already in its mailbox,
 /// and learns the mode to restore afterwards (a listener's: the mode it
-/// passes on). `{ok, Active}`, or `{error, not_owner | closed}`.
+/// passes on), and the message tags to hand over. `{ok, Active, Tags}`, or
+/// `{error, not_owner | closed}`.
 pub fn pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     let caller = args::caller(env)?;
     let _serial = sock.s.delivery_lock();
@@ -316,5 +309,10 @@ pub fn pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
         &mut st.tcp.active
     };
     let old = std::mem::replace(slot, Active::Off);
-    Ok((atoms::ok(), active_term(env, old)).encode(env))
+    Ok((
+        atoms::ok(),
+        active_term(env, old),
+        tags_term(env, &st.tcp.tags),
+    )
+        .encode(env))
 }

@@ -1,6 +1,6 @@
 //! The gen_tcp options `nifsock_tcp` keeps in the socket beside its framing
 //! (`header`, the watermarks, `delay_send`, `send_timeout_close`,
-//! `show_econnreset`, `deliver`): set from a list in the order gen_tcp applies
+//! `show_econnreset`, `deliver`, `tags`): set from a list in the order gen_tcp applies
 //! them, read back by `tcp::get_opts`, copied to accepted sockets with the
 //! rest of `TcpOpts`.
 
@@ -9,9 +9,10 @@ use rustler::{Atom, Encoder, Env, NifResult, Term};
 use crate::atoms;
 use crate::codec::args::{self, Sock};
 use crate::codec::reply;
+use crate::codec::tcp::{decode_tags, tags_term};
 use crate::core::gen_tcp_opts::{msgq_watermark, send_watermark};
 use crate::error::Error;
-use crate::socket::{Phase, TcpOpts};
+use crate::socket::{Phase, Tags, TcpOpts};
 
 /// One option, decoded.
 #[derive(Debug, Clone, Copy)]
@@ -25,6 +26,7 @@ enum Setting {
     SendTimeoutClose(bool),
     ShowEconnreset(bool),
     DeliverPort(bool),
+    Tags(Tags),
 }
 
 fn bad() -> rustler::Error {
@@ -72,6 +74,8 @@ fn decode(t: Term) -> NifResult<Result<Setting, Error>> {
         } else {
             return Err(bad());
         }
+    } else if name == atoms::tags() {
+        Setting::Tags(decode_tags(v)?)
     } else {
         return Err(bad());
     }))
@@ -88,6 +92,7 @@ fn apply(t: &mut TcpOpts, s: Setting) {
         Setting::SendTimeoutClose(b) => t.send_timeout_close = b,
         Setting::ShowEconnreset(b) => t.show_econnreset = b,
         Setting::DeliverPort(b) => t.deliver_port = b,
+        Setting::Tags(tags) => t.tags = tags,
     }
 }
 
@@ -114,7 +119,7 @@ pub fn set_opts<'a>(env: Env<'a>, sock: Sock<'a>, list: Term<'a>) -> NifResult<T
 }
 
 /// The options of this module as `(key, value)` pairs, for `tcp::get_opts`.
-pub fn get<'a>(env: Env<'a>, t: &TcpOpts) -> [(Term<'a>, Term<'a>); 9] {
+pub fn get<'a>(env: Env<'a>, t: &TcpOpts) -> [(Term<'a>, Term<'a>); 10] {
     let deliver = if t.deliver_port {
         atoms::port()
     } else {
@@ -140,5 +145,6 @@ pub fn get<'a>(env: Env<'a>, t: &TcpOpts) -> [(Term<'a>, Term<'a>); 9] {
         ),
         kv(atoms::show_econnreset(), t.show_econnreset.encode(env)),
         kv(atoms::deliver(), deliver.encode(env)),
+        kv(atoms::tags(), tags_term(env, &t.tags)),
     ]
 }

@@ -282,6 +282,9 @@ if Nifsock.ThousandIslandTest.Lib.thousand_island?() do
 
     @impl ThousandIsland.Handler
     def handle_close(_socket, state), do: send(state.test, {:handle_close, self()})
+
+    @impl ThousandIsland.Handler
+    def handle_shutdown(_socket, state), do: send(state.test, {:handle_shutdown, self()})
   end
 
   defmodule Nifsock.ThousandIslandTest.Http do
@@ -382,7 +385,8 @@ defmodule Nifsock.ThousandIslandTest.Server do
          handler_module: handler,
          handler_options: Map.put(options, :test, self()),
          transport_module: transport,
-         transport_options: [ip: :loopback]}
+         transport_options: [ip: :loopback]},
+        id: :server
       )
 
     # (apply: no "undefined" warning where Thousand Island is missing)
@@ -419,6 +423,24 @@ defmodule Nifsock.ThousandIslandTest.Server do
         assert {:ok, "ciao"} = :gen_tcp.recv(c, 4, 5_000)
         assert {:error, :closed} = :gen_tcp.recv(c, 0, 5_000)
       end
+    end
+
+    @tag transport: t
+    # Stopping the server closes the listener under its blocked acceptors and
+    # the open connections (handle_shutdown, then close).
+    test "server_stop_closes_connections #{inspect(t)}", %{transport: t} do
+      port = serve(t, Echo, %{})
+      c = client(port)
+      :ok = :gen_tcp.send(c, "hello!")
+      assert {:ok, "hi hello!"} = :gen_tcp.recv(c, 9, 5_000)
+      assert_receive {:connected, _pid, ^t}, 5_000
+
+      :ok = stop_supervised(:server)
+      assert_received {:handle_shutdown, _}
+      assert {:error, :closed} = :gen_tcp.recv(c, 0, 5_000)
+      # (refused, or reset when the SYN met the closing listener)
+      assert {:error, reason} = :gen_tcp.connect({127, 0, 0, 1}, port, [])
+      assert reason in [:econnrefused, :econnreset]
     end
 
     @tag transport: t

@@ -70,6 +70,19 @@ defmodule Nifsock.MixProject do
   @version app |> Keyword.fetch!(:vsn) |> to_string()
   @description app |> Keyword.fetch!(:description) |> to_string()
 
+  # Nifsock.ThousandIsland is compiled only when ThousandIsland.Transport is
+  # on the code path. NIFSOCK_THOUSAND_ISLAND_DEPS, a directory of built
+  # applications (DIR/*/ebin: thousand_island, telemetry), puts them there, so
+  # `mix test` compiles the module and runs the Thousand Island tests. Such a
+  # build goes to its own build path: mix cannot tell that what it compiles
+  # depends on the variable.
+  @ti_deps (case System.get_env("NIFSOCK_THOUSAND_ISLAND_DEPS") do
+              nil -> []
+              "" -> []
+              dir -> Path.wildcard(Path.join(Path.expand(dir), "*/ebin"))
+            end)
+  for ebin <- @ti_deps, do: Code.prepend_path(ebin)
+
   def project do
     [
       app: :nifsock,
@@ -79,15 +92,31 @@ defmodule Nifsock.MixProject do
       # rebar3 owns _build/default and _build/test; mix builds under
       # _build/mix/<env> so `rebar3 ct` and `MIX_ENV=test mix test` never share
       # an ebin. (When nifsock is a dependency, the parent's build path wins.)
-      build_path: "_build/mix",
+      build_path: if(@ti_deps == [], do: "_build/mix", else: "_build/mix_ti"),
+      # (Elixir 1.15+ would otherwise drop those directories from the path)
+      prune_code_paths: @ti_deps == [],
       compilers: [:nifsock_cargo] ++ Mix.compilers(),
       elixirc_paths: ["lib"],
       erlc_paths: ["lib"],
       erlc_options: [:debug_info, :warn_unused_vars, :warn_shadow_vars, :warn_unused_import],
       test_paths: ["test_ex"],
       start_permanent: Mix.env() == :prod,
-      deps: []
+      deps: deps()
     ]
+  end
+
+  # When nifsock is a dependency (a parent project is loading this file),
+  # Thousand Island is an optional dependency: not fetched unless the parent
+  # has it, and if it has, compiled before nifsock, so Nifsock.ThousandIsland
+  # exists. Not declared for nifsock's own build (its tests must run with no
+  # Hex and no Thousand Island) nor where Hex is missing (a Hex requirement
+  # would then fail to load).
+  defp deps do
+    if Mix.Project.get() not in [nil, __MODULE__] and Code.ensure_loaded?(Hex) do
+      [{:thousand_island, "~> 1.0", optional: true}]
+    else
+      []
+    end
   end
 
   def application do

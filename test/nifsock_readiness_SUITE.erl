@@ -25,10 +25,11 @@
          readiness_active_n_delivery/1,
          readiness_close_pending_no_delivery/1,
          readiness_owner_death_pending_leaks_nothing/1,
-         readiness_fd_reuse_canary_short/1]).
+         readiness_fd_reuse_canary_short/1,
+         readiness_fairness_streaming/1]).
 
 %% Bodies, called in the peer.
--export([body/2]).
+-export([body/2, fair_servers/2, stream/1]).
 
 -define(T, 5000).
 
@@ -42,7 +43,8 @@ cases() ->
      readiness_active_n_delivery,
      readiness_close_pending_no_delivery,
      readiness_owner_death_pending_leaks_nothing,
-     readiness_fd_reuse_canary_short].
+     readiness_fd_reuse_canary_short,
+     readiness_fairness_streaming].
 
 groups() -> [{reference, [], cases()}, {driver, [], cases()}].
 
@@ -98,6 +100,120 @@ readiness_owner_death_pending_leaks_nothing(Config) ->
 %% under a reader in recv while fd numbers are reused; no reader ever gets a
 %% byte of another connection.
 readiness_fd_reuse_canary_short(Config) -> run(fd_reuse_canary_short, Config).
+
+%% @doc Fairness: while one connection streams into the peer at full speed
+%% (64 KiB writes, {active, 100} owner), another connection's ping-pong
+%% round trips stay under 10 ms at the 99th percentile. The clients run in
+%% this node, the servers in the one-scheduler peer, so what is measured is
+%% how the peer's readiness source shares its batches and its scheduler.
+readiness_fairness_streaming(Config) ->
+    #{tcp := Tcp} = ?config(mods, Config),
+    Node = ?config(node, Config),
+    Self = self(),
+    Servers = spawn(Node, ?MODULE, fair_servers, [Tcp, Self]),
+    {SPort, PPort} = receive {ports, Servers, SP, PP} -> {SP, PP} after ?T -> error(no_ports) end,
+    %% The stream comes from a third node at the lowest CPU priority (nice
+    %% 19): it sends as fast as the server takes it, but only with CPU time
+    %% the server and the pinger leave over, so the round trips measure the
+    %% server (a two-core machine has no core to spare for it).
+    Nice = os:find_executable("nice"),
+    {SPeer, SNode} = nifsock_test_lib:start_peer(
+                       #{name => peer:random_name(streamer),
+                         exec => {Nice, ["-n", "19", os:find_executable("erl")]}}),
+    Streamer = erpc:call(SNode, erlang, spawn, [?MODULE, stream, [SPort]]),
+    Opts = [binary, {active, false}, {nodelay, true}],
+    {ok, Ping} = gen_tcp:connect({127, 0, 0, 1}, PPort, Opts, ?T),
+    %% let the stream reach full speed before measuring
+    timer:sleep(300),
+    %% The pinger runs at high priority in this node.
+    Rtts = pinger(Ping, 2000),
+    exit(Streamer, kill),
+    Servers ! {stop, self()},
+    Streamed = receive {streamed, Servers, B} -> B after ?T -> error(no_stream_count) end,
+    catch peer:stop(SPeer),
+    ok = gen_tcp:close(Ping),
+    Sorted = lists:sort(Rtts),
+    P50 = lists:nth(1000, Sorted),
+    P99 = lists:nth(1980, Sorted),
+    ct:pal("~p: ping-pong p50 ~p us, p99 ~p us, max ~p us; streamed ~p MiB meanwhile",
+           [Tcp, P50, P99, lists:last(Sorted), Streamed div (1 bsl 20)]),
+    %% the stream did run while the pings were measured
+    true = Streamed > 64 * 65536 orelse ct:fail({stream_too_slow, Streamed}),
+    true = P99 =< 10000 orelse ct:fail({p99_us, P99}).
+
+pinger(Ping, N) ->
+    Self = self(),
+    {P, M} = spawn_opt(fun() ->
+                               Self ! {rtts, self(), [rtt(Ping, I) || I <- lists:seq(1, N)]}
+                       end, [monitor, {priority, high}]),
+    receive
+        {rtts, P, R} -> demonitor(M, [flush]), R;
+        {'DOWN', M, process, P, Why} -> error({pinger, Why})
+    end.
+
+%% In the streamer node.
+stream(Port) ->
+    {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], ?T),
+    stream(S, binary:copy(<<"s">>, 65536)).
+
+stream(S, Chunk) ->
+    ok = gen_tcp:send(S, Chunk),
+    stream(S, Chunk).
+
+rtt(S, I) ->
+    T0 = erlang:monotonic_time(microsecond),
+    ok = gen_tcp:send(S, <<I:32>>),
+    {ok, <<I:32>>} = gen_tcp:recv(S, 4, ?T),
+    erlang:monotonic_time(microsecond) - T0.
+
+%% In the peer: a streaming sink and a ping-pong echo, each an {active, 100}
+%% owner; answers {stop, From} with the bytes the sink received.
+fair_servers(Tcp, Parent) ->
+    Opts = [binary, {active, false}, {reuseaddr, true}, {ip, {127, 0, 0, 1}}, {nodelay, true}],
+    {ok, LS} = Tcp:listen(0, Opts),
+    {ok, LP} = Tcp:listen(0, Opts),
+    Parent ! {ports, self(), nifsock_test_lib:port(Tcp, LS), nifsock_test_lib:port(Tcp, LP)},
+    {ok, S} = Tcp:accept(LS, ?T),
+    {ok, P} = Tcp:accept(LP, ?T),
+    Self = self(),
+    Sink = spawn(fun() -> owned(Tcp, S, Self), sink(Tcp, S, 0) end),
+    Echo = spawn(fun() -> owned(Tcp, P, Self), echo_active(Tcp, P) end),
+    ok = Tcp:controlling_process(S, Sink),
+    ok = Tcp:controlling_process(P, Echo),
+    Sink ! {owner, Self},
+    Echo ! {owner, Self},
+    receive {stop, From} -> ok end,
+    Sink ! {count, self()},
+    Bytes = receive {count, Sink, B} -> B after ?T -> -1 end,
+    [exit(X, kill) || X <- [Sink, Echo]],
+    [catch Tcp:close(X) || X <- [S, P, LS, LP]],
+    From ! {streamed, self(), Bytes}.
+
+owned(_Tcp, _S, Parent) ->
+    receive {owner, Parent} -> ok end.
+
+sink(Tcp, S, N) ->
+    #{data := D, passive := Pa} = tags(Tcp),
+    ok = setopts(Tcp, S, [{active, 100}]),
+    sink_loop(Tcp, S, D, Pa, N).
+
+sink_loop(Tcp, S, D, Pa, N) ->
+    receive
+        {D, S, B} -> sink_loop(Tcp, S, D, Pa, N + byte_size(B));
+        {Pa, S} -> ok = setopts(Tcp, S, [{active, 100}]), sink_loop(Tcp, S, D, Pa, N);
+        {count, From} -> From ! {count, self(), N}, sink_loop(Tcp, S, D, Pa, N)
+    end.
+
+echo_active(Tcp, S) ->
+    #{data := D, passive := Pa} = tags(Tcp),
+    ok = setopts(Tcp, S, [{active, 100}]),
+    echo_loop(Tcp, S, D, Pa).
+
+echo_loop(Tcp, S, D, Pa) ->
+    receive
+        {D, S, B} -> ok = Tcp:send(S, B), echo_loop(Tcp, S, D, Pa);
+        {Pa, S} -> ok = setopts(Tcp, S, [{active, 100}]), echo_loop(Tcp, S, D, Pa)
+    end.
 
 %%--------------------------------------------------------------------
 %% Bodies (in the peer)

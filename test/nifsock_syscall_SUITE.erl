@@ -15,12 +15,15 @@
          syscall_close_inline_without_linger/1, syscall_linger_close_off_schedulers/1,
          syscall_linger_owner_death_off_schedulers/1, syscall_linger_gc_off_schedulers/1,
          syscall_linger_inherited_by_accepted/1, syscall_idle_sockets_hold_no_buffer/1,
-         syscall_exact_recv_one_binary/1, syscall_blocking_recv_skips_eagain_read/1]).
+         syscall_exact_recv_one_binary/1, syscall_blocking_recv_skips_eagain_read/1,
+         syscall_keepalive_readiness_driver/1]).
 %% run inside the peer node
 -export([churn_server/3, setopt_loop/2, tos_scenario/0, iolist_scenario/1,
-         linger_scenario/1, idle_server/2]).
+         linger_scenario/1, idle_server/2, ka_acceptor/3]).
 
 -define(CONNS, 512).  % 8 client processes x 64
+-define(KA_CONNS, 64).
+-define(KA_REQS, 50).  % per connection, counted
 -define(REQ, <<"GET / HTTP/1.0\r\n\r\n">>).
 -define(REPLY, <<"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok">>).
 
@@ -32,7 +35,7 @@ all() ->
      syscall_linger_close_off_schedulers, syscall_linger_owner_death_off_schedulers,
      syscall_linger_gc_off_schedulers, syscall_linger_inherited_by_accepted,
      syscall_idle_sockets_hold_no_buffer, syscall_exact_recv_one_binary,
-     syscall_blocking_recv_skips_eagain_read].
+     syscall_blocking_recv_skips_eagain_read, syscall_keepalive_readiness_driver].
 
 init_per_suite(Config) ->
     case os:find_executable("strace") of
@@ -504,4 +507,107 @@ wait_readable(S, N, Tries) ->
     case nifsock:recv(S, 0, [peek], 0) of
         {ok, B} when byte_size(B) >= N -> ok;
         _ -> timer:sleep(10), wait_readable(S, N, Tries - 1)
+    end.
+
+%% @doc Steady keep-alive over 64 connections on the `driver' readiness path
+%% (a peer started with `-nifsock readiness driver'): per request at most
+%% 0.05 epoll_ctl, exactly one recvfrom returning the request and one sendmsg,
+%% for nifsock passive recv and for nifsock_tcp {active, N}. The default
+%% per-wait select path is counted too, for contrast: one epoll_ctl per
+%% request there.
+syscall_keepalive_readiness_driver(Config) ->
+    Reqs = ?KA_CONNS * ?KA_REQS,
+    [begin
+         Select = keepalive_counts(Config, Kind, select),
+         Driver = keepalive_counts(Config, Kind, driver),
+         Per = fun(Name, C) -> calls(Name, C) / Reqs end,
+         ct:pal("~p, ~p requests: epoll_ctl/req select ~.3f driver ~.3f~n"
+                "select: ~p~ndriver: ~p",
+                [Kind, Reqs, Per(epoll_ctl, Select), Per(epoll_ctl, Driver), Select, Driver]),
+         %% the count tells the paths apart: one re-arm per wait on select
+         ?assert(calls(epoll_ctl, Select) >= 0.9 * Reqs),
+         ?assert(calls(epoll_ctl, Driver) =< 0.05 * Reqs),
+         %% one read per request; the peer's distribution link (inet_drv)
+         %% adds a few reads of its own
+         ?assert(ok_calls(recvfrom, Driver) >= Reqs andalso
+                 ok_calls(recvfrom, Driver) =< Reqs + 16),
+         ?assert(errors(recvfrom, Driver) =< 16),
+         ?assertEqual(Reqs, calls(sendmsg, Driver))
+     end || Kind <- [passive, active_n]],
+    ok.
+
+%% Counts the system calls of a peer serving ?KA_REQS keep-alive requests on
+%% each of ?KA_CONNS connections (after one warm-up request each, not counted).
+keepalive_counts(Config, Kind, Readiness) ->
+    %% ERL_FLAGS cleared: a readiness path set there for the whole run must
+    %% not override the one this peer is started with.
+    {Peer, Node} = nifsock_test_lib:start_peer(
+                     #{link => true, name => peer:random_name(?MODULE),
+                       env => [{"ERL_FLAGS", ""}],
+                       args => ["-nifsock", "readiness", atom_to_list(Readiness)]}),
+    [{module, _} = rpc:call(Node, code, ensure_loaded, [X])
+     || X <- [?MODULE, nifsock, nifsock_tcp, nifsock_nif]],
+    Self = self(),
+    _ = spawn(Node, ?MODULE, ka_acceptor, [Kind, Self, undefined]),
+    Port = receive {port, P} -> P after 10000 -> exit(no_port) end,
+    Clients = [spawn_link(fun() -> ka_client(Self, Port) end) || _ <- lists:seq(1, ?KA_CONNS)],
+    [receive {warm, C} -> ok after 10000 -> exit(warmup_stuck) end || C <- Clients],
+    OsPid = rpc:call(Node, os, getpid, []),
+    {SPort, Out} = strace_attach(Config, OsPid),
+    [C ! go || C <- Clients],
+    [receive {done, C} -> ok after 60000 -> exit(clients_stuck) end || C <- Clients],
+    Counts = strace_detach(SPort, Out),
+    peer:stop(Peer),
+    Counts.
+
+ka_client(Parent, Port) ->
+    {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {nodelay, true}]),
+    ka_request(S),
+    Parent ! {warm, self()},
+    receive go -> ok end,
+    [ka_request(S) || _ <- lists:seq(1, ?KA_REQS)],
+    Parent ! {done, self()},
+    receive after infinity -> ok end.
+
+ka_request(S) ->
+    ok = gen_tcp:send(S, ?REQ),
+    Len = byte_size(?REPLY),
+    {ok, _} = gen_tcp:recv(S, Len, 10000).
+
+%% In the peer: each acceptor accepts one connection, starts the next
+%% acceptor and serves its connection (so the socket is owned by its server
+%% from the start, as in an acceptor pool).
+ka_acceptor(passive, Parent, undefined) ->
+    {ok, L} = nifsock:open(inet, stream, tcp),
+    ok = nifsock:bind(L, #{family => inet, addr => {127, 0, 0, 1}, port => 0}),
+    ok = nifsock:listen(L, 1024),
+    {ok, #{port := Port}} = nifsock:sockname(L),
+    Parent ! {port, Port},
+    ka_acceptor(passive, Parent, L);
+ka_acceptor(passive, Parent, L) ->
+    {ok, S} = nifsock:accept(L),
+    _ = spawn(?MODULE, ka_acceptor, [passive, Parent, L]),
+    ka_passive(S);
+ka_acceptor(active_n, Parent, undefined) ->
+    {ok, L} = nifsock_tcp:listen(0, [binary, {ip, {127, 0, 0, 1}}, {active, 100},
+                                     {nodelay, true}, {backlog, 1024}]),
+    {ok, Port} = nifsock_tcp:port(L),
+    Parent ! {port, Port},
+    ka_acceptor(active_n, Parent, L);
+ka_acceptor(active_n, Parent, L) ->
+    {ok, S} = nifsock_tcp:accept(L),
+    _ = spawn(?MODULE, ka_acceptor, [active_n, Parent, L]),
+    ka_active(S).
+
+ka_passive(S) ->
+    case nifsock:recv(S, 0) of
+        {ok, _} -> ok = nifsock:send(S, ?REPLY), ka_passive(S);
+        {error, _} -> nifsock:close(S)
+    end.
+
+ka_active(S) ->
+    receive
+        {nifsock, S, _} -> ok = nifsock_tcp:send(S, ?REPLY), ka_active(S);
+        {nifsock_passive, S} -> ok = nifsock_tcp:setopts(S, [{active, 100}]), ka_active(S);
+        {nifsock_closed, S} -> ok
     end.

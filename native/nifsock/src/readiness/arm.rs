@@ -9,7 +9,8 @@ use crate::socket::{Socket, State};
 use crate::sys::epoll;
 use crate::sys::resource::{Kept, Obj};
 
-/// Slot keys whose delivery stopped at its read bound: served by the next drain.
+/// Slot keys whose delivery stopped at its read bound, each at most once
+/// (`SockRd::queued`): served, [`super::drain::BATCH`] at a time, by the next drains.
 pub(super) static BACKLOG: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
 /// What `arm` did.
@@ -55,20 +56,13 @@ pub fn cancel(st: &mut State) -> bool {
     std::mem::replace(&mut st.rd.armed, false)
 }
 
-/// Marks that more may be readable without a new edge (a delivery stopped at
-/// its read bound): the next arm tells the waiter at once.
-pub fn note_more(st: &mut State) {
-    if st.rd.key.is_some() {
-        st.rd.ready = true;
-    }
-}
-
 /// Takes the socket out of the set at close (`fd` still open). Returns the
 /// slot's reference, for the caller to drop once it holds no socket lock.
 pub fn unregister(st: &mut State, fd: Option<RawFd>) -> Option<Kept<Socket>> {
     let k = st.rd.key.take()?;
     st.rd.armed = false;
     st.rd.ready = false;
+    st.rd.queued = false;
     if let (Some(set), Some(fd)) = (set::get(), fd) {
         epoll::del(set.epfd, fd);
     }
@@ -84,10 +78,32 @@ pub fn rearm_direct(obj: Obj<'_, Socket>, more: bool) {
     st.rd.armed = true;
     if more || st.rd.ready || st.rd.hup {
         st.rd.ready = false;
-        drop(st);
-        lock(&BACKLOG).push(k);
-        if let Some(set) = set::get() {
-            epoll::kick(set.efd);
+        if !std::mem::replace(&mut st.rd.queued, true) {
+            drop(st);
+            push(k);
         }
+    }
+}
+
+/// After the pump's own delivery stopped at its read bound and its wait was
+/// armed again: a later drain serves the rest, after other work, instead of
+/// an immediate select message to the pump (which would loop the pump
+/// through the whole stream in one time slice, a NIF call costing one
+/// reduction however much it reads).
+pub fn defer_armed(obj: Obj<'_, Socket>) {
+    let s = obj.get();
+    let mut st = s.lock();
+    let Some(k) = st.rd.key else { return };
+    if st.rd.armed && !std::mem::replace(&mut st.rd.queued, true) {
+        drop(st);
+        push(k);
+    }
+}
+
+/// Queues a slot key in the backlog (its `queued` just set) and wakes the set.
+fn push(k: u64) {
+    lock(&BACKLOG).push(k);
+    if let Some(set) = set::get() {
+        epoll::kick(set.efd);
     }
 }

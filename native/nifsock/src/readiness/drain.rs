@@ -18,12 +18,20 @@ use crate::sys::msg::MsgEnv;
 use crate::sys::resource::{Kept, Obj};
 use crate::sys::setres;
 
-/// Most events one drain serves.
+/// Most events one drain serves, and most backlog entries: with each
+/// delivery bounded by its read bound, one drain's work is bounded, so a
+/// flooding connection cannot hold a scheduler (the rest waits for a later
+/// drain, after other work).
 pub const BATCH: usize = 64;
 
 /// Delivers an active socket's data from a drain (`ops::tcp::active`); the
-/// pid is the socket's current read waiter (its pump).
-pub type Deliver = for<'o, 'p, 'e, 'm> fn(Obj<'o, Socket>, &'p ErlNifPid, &'m Out<'e>);
+/// pid is the socket's current read waiter (its pump). Returns the bytes read.
+pub type Deliver = for<'o, 'p, 'e, 'm> fn(Obj<'o, Socket>, &'p ErlNifPid, &'m Out<'e>) -> usize;
+
+/// Bytes one drain reads before it leaves the rest of its events to later
+/// drains (each delivery reads at most `MAX_DELIVERY_READS` buffers, so a
+/// drain ends within one delivery of this).
+pub const BATCH_BYTES: usize = 1 << 20;
 
 static DELIVER: OnceLock<Deliver> = OnceLock::new();
 
@@ -69,7 +77,8 @@ pub fn pump_drain<'a>(env: Env<'a>, pump: &ErlNifPid, msg: Term<'a>) -> bool {
     setres::arm(env, set.epfd, pump, msg)
 }
 
-/// `ready_input`: serves at most [`BATCH`] events, then the backlog.
+/// `ready_input`: serves at most [`BATCH`] events, then at most [`BATCH`]
+/// backlog entries.
 fn drain() {
     drain_with(None);
 }
@@ -78,29 +87,50 @@ fn drain_with(caller: Option<Env>) {
     let Some(set) = set::get() else { return };
     let Some(menv) = MsgEnv::new() else { return };
     let out = Out { menv, caller };
-    let backlog = std::mem::take(&mut *lock(&BACKLOG));
+    let (backlog, left) = {
+        let mut b = lock(&BACKLOG);
+        let n = b.len().min(BATCH);
+        let rest = b.split_off(n);
+        let head = std::mem::replace(&mut *b, rest);
+        (head, !b.is_empty())
+    };
+    if left {
+        epoll::kick(set.efd);
+    }
     let mut evs = [(0u32, 0u64); BATCH];
     let n = epoll::poll(set.epfd, &mut evs);
+    let mut read = 0;
     for &(events, k) in evs.iter().take(n) {
         if k == EFD_KEY {
             epoll::clear(set.efd);
         } else if let Some(kept) = set::lookup(k) {
-            fire(&kept, events & epoll::HUP != 0, &out);
+            let hup = events & epoll::HUP != 0;
+            if read < BATCH_BYTES {
+                read += fire(&kept, hup, false, &out);
+            } else {
+                // over the byte bound: keep the edge, serve it from the backlog
+                defer(&kept, hup);
+            }
         }
     }
     for k in backlog {
         if let Some(kept) = set::lookup(k) {
-            fire(&kept, false, &out);
+            if read < BATCH_BYTES {
+                read += fire(&kept, false, true, &out);
+            } else {
+                // still queued: stays for the next drain
+                requeue(k);
+            }
         }
     }
 }
 
-/// One edge (or backlog entry) for a socket.
-fn fire(kept: &Kept<Socket>, hup: bool, out: &Out) {
+/// An edge the drain has no budget left for: kept as sticky readiness, or,
+/// when a waiter is armed, queued in the backlog for the next drain (kicked).
+fn defer(kept: &Kept<Socket>, hup: bool) {
     let obj = kept.obj();
     let s = obj.get();
-    let mut guard = s.lock();
-    let st = &mut *guard;
+    let mut st = s.lock();
     if st.phase != Phase::Open {
         return;
     }
@@ -109,18 +139,47 @@ fn fire(kept: &Kept<Socket>, hup: bool, out: &Out) {
         st.rd.ready = true;
         return;
     }
+    let Some(k) = st.rd.key else { return };
+    if !std::mem::replace(&mut st.rd.queued, true) {
+        drop(st);
+        requeue(k);
+    }
+}
+
+/// A backlog entry the drain has no budget left for.
+fn requeue(k: u64) {
+    lock(&BACKLOG).push(k);
+    if let Some(set) = set::get() {
+        epoll::kick(set.efd);
+    }
+}
+
+/// One edge (or backlog entry) for a socket; returns the bytes read.
+fn fire(kept: &Kept<Socket>, hup: bool, from_backlog: bool, out: &Out) -> usize {
+    let obj = kept.obj();
+    let s = obj.get();
+    let mut guard = s.lock();
+    let st = &mut *guard;
+    if from_backlog {
+        st.rd.queued = false;
+    }
+    if st.phase != Phase::Open {
+        return 0;
+    }
+    st.rd.hup |= hup;
+    if !st.rd.armed {
+        st.rd.ready = true;
+        return 0;
+    }
     st.rd.armed = false;
     let Some(w) = st.readers.current.as_mut() else {
-        return;
+        return 0;
     };
     let (pid, handle) = (w.pid, w.handle);
     if st.tcp.active != Active::Off {
         // The waiter is the socket's pump: deliver here, no pump hop.
         drop(guard);
-        if let Some(deliver) = DELIVER.get() {
-            deliver(obj, &pid, out);
-        }
-        return;
+        return DELIVER.get().map_or(0, |deliver| deliver(obj, &pid, out));
     }
     w.told = true;
     let handles = &st.handles;
@@ -131,4 +190,5 @@ fn fire(kept: &Kept<Socket>, hup: bool, out: &Out) {
         let sock = (atoms::nifsock_tag(), obj.make_term(env)).encode(env);
         (atoms::nifsock_tag(), sock, atoms::select(), h).encode(env)
     });
+    0
 }

@@ -33,6 +33,6 @@ mod arm;
 mod drain;
 mod set;
 
-pub use arm::{arm, cancel, hup, note_more, rearm_direct, registered, unregister, Arm};
+pub use arm::{arm, cancel, defer_armed, hup, rearm_direct, registered, unregister, Arm};
 pub use drain::{install, pump_drain, Out};
 pub use set::{enabled, set_pump};

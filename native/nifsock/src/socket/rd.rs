@@ -15,4 +15,6 @@ pub struct SockRd {
     /// condition persists but gives no further edge, so every later wait is
     /// ready at once and a short read is no proof the queue is empty.
     pub hup: bool,
+    /// The slot key is in the drain's backlog (at most once).
+    pub queued: bool,
 }

@@ -59,16 +59,17 @@ enum End {
     Close,
 }
 
-/// The delivery loop shared by the pump's NIF and a readiness drain.
-fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> End {
+/// The delivery loop shared by the pump's NIF and a readiness drain; also
+/// returns the bytes it read.
+fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
     let s = obj.get();
     let (owner, mut opts, mut pending, hup) = {
         let mut st = s.lock();
         if st.phase != Phase::Open {
-            return End::Nothing;
+            return (End::Nothing, 0);
         }
         if st.tcp.active == Active::Off {
-            return End::Done;
+            return (End::Done, 0);
         }
         (
             st.owner,
@@ -79,6 +80,7 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> End {
     };
     let rcvbuf = s.rcvbuf();
     let mut reads = 0;
+    let mut read_bytes = 0;
     let mut rearm = false;
     let mut more = false;
     let mut drained = false;
@@ -122,7 +124,10 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> End {
             }
             Found::Incomplete => {
                 reads += 1;
-                match read_into(s, &mut pending, rcvbuf) {
+                let before = pending.len();
+                let r = read_into(s, &mut pending, rcvbuf);
+                read_bytes += pending.len().saturating_sub(before);
+                match r {
                     // Short read: the queue is empty; deliver what framed, then
                     // arm without the EAGAIN read. (Not after a hang-up seen by
                     // the readiness set: the end of stream is still to read.)
@@ -166,21 +171,34 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> End {
             rearm = false;
         }
     }
-    if ended && !opts.keep_open {
+    let end = if ended && !opts.keep_open {
         End::Close
     } else if rearm {
         End::Rearm { more }
     } else {
         End::Done
-    }
+    };
+    (end, read_bytes)
 }
+
+/// Bytes a NIF may copy per 1 % of a time slice (a NIF call counts as one
+/// reduction however much it reads; without this a pump delivering a stream
+/// could hold its scheduler for thousands of calls).
+const BYTES_PER_SLICE_PERCENT: usize = 16 * 1024;
 
 /// Reads and delivers to the owner what the active mode allows; re-arms the
 /// select for `pump` when more may come. Called by the pump on readiness and
 /// by `set_active` when a socket turns active.
 pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) {
     let _serial = sock.s.delivery_lock();
-    match deliver_in(&Via::Nif(env, sock.term), sock.obj) {
+    let (end, read_bytes) = deliver_in(&Via::Nif(env, sock.term), sock.obj);
+    let percent = (read_bytes / BYTES_PER_SLICE_PERCENT).min(100);
+    if percent > 0 {
+        // true means the slice is used up: the pump is scheduled out once
+        // this call returns, which is what is wanted
+        let _ = rustler::schedule::consume_timeslice(env, percent as i32);
+    }
+    match end {
         End::Nothing => {}
         End::Done => lifecycle::done(env, sock.obj, Dir::Read, pump),
         End::Close => {
@@ -188,12 +206,12 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) {
             close_ended(env, sock);
         }
         End::Rearm { more } => {
-            if more && readiness::enabled() {
-                readiness::note_more(&mut sock.s.lock());
-            }
             let handle = codec::active_handle(env);
-            if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, pump, handle) {
-                tracing::debug!(op = "select", ?e, "active re-arm failed");
+            match lifecycle::wait(env, sock.obj, sock.term, Dir::Read, pump, handle) {
+                // On the readiness set the rest goes to a later drain.
+                Ok(()) if more && readiness::enabled() => readiness::defer_armed(sock.obj),
+                Ok(()) => {}
+                Err(e) => tracing::debug!(op = "select", ?e, "active re-arm failed"),
             }
         }
     }
@@ -201,11 +219,12 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) {
 
 /// A readiness drain's delivery for an active socket whose read waiter is its
 /// pump `pump`: the same as the pump's, without the pump hop (installed as
-/// the readiness layer's `Deliver` hook by `load`).
-pub fn deliver_from_drain(obj: Obj<'_, Socket>, pump: &ErlNifPid, out: &readiness::Out) {
+/// the readiness layer's `Deliver` hook by `load`); returns the bytes it read.
+pub fn deliver_from_drain(obj: Obj<'_, Socket>, pump: &ErlNifPid, out: &readiness::Out) -> usize {
     let _serial = obj.get().delivery_lock();
     let ctx = lifecycle::Ctx::Callback(out.caller_env());
-    match deliver_in(&Via::Drain(out), obj) {
+    let (end, read_bytes) = deliver_in(&Via::Drain(out), obj);
+    match end {
         End::Nothing => {}
         End::Done => lifecycle::done_ctx(ctx, obj, Dir::Read, pump),
         End::Close => {
@@ -214,6 +233,7 @@ pub fn deliver_from_drain(obj: Obj<'_, Socket>, pump: &ErlNifPid, out: &readines
         }
         End::Rearm { more } => readiness::rearm_direct(obj, more),
     }
+    read_bytes
 }
 
 /// Sets the active mode (`true`, `false`, `once`, or N, additive as inet's;

@@ -1,5 +1,5 @@
 # nifsock — the two commands: `make bench` (side-by-side comparison) and `make test`.
-.PHONY: all setup build test test-rust test-erlang test-elixir test-valgrind test-otp lint bench clean
+.PHONY: all setup build test test-rust test-erlang test-readiness test-elixir test-valgrind test-otp lint bench clean
 
 all: build
 
@@ -23,13 +23,20 @@ test-erlang: build
 	rebar3 xref
 	rebar3 dialyzer
 
+# Every suite again over each opt-in readiness path (nifsock_readiness: the
+# app env key `readiness'; test-erlang ran the default, select). ERL_FLAGS
+# reaches the CT node and the peer nodes the suites start.
+test-readiness: build
+	ERL_FLAGS="-nifsock readiness driver" rebar3 ct --sname nifsock_ct_driver
+	ERL_FLAGS="-nifsock readiness pump" rebar3 ct --sname nifsock_ct_pump
+
 test-elixir: setup
 	MIX_ENV=test mix test
 
 test-valgrind: build
 	bash test/valgrind/run
 
-test: test-rust test-erlang test-elixir test-valgrind
+test: test-rust test-erlang test-readiness test-elixir test-valgrind
 
 # The Common Test suites under OTP 27 (Debian trixie) and 29 (sid), in cached
 # debootstrap chroots with this build of the NIF (root; see scripts/otp-chroot).

@@ -11,8 +11,8 @@
 %%% data is written, then the socket is closed (or its owner killed) before the
 %%% test process yields; a witness socket written last proves the batch ran.
 %%%
-%%% Run every other suite on a path with
-%%% `ERL_FLAGS="-nifsock readiness driver" rebar3 ct ...' (or `pump').
+%%% `make test-readiness' runs every suite on each path with
+%%% `ERL_FLAGS="-nifsock readiness driver" rebar3 ct' (and `pump').
 -module(nifsock_readiness_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -49,8 +49,11 @@ cases() ->
 groups() -> [{reference, [], cases()}, {driver, [], cases()}].
 
 init_per_suite(Config) ->
+    %% ERL_FLAGS cleared: `make test-readiness' sets a path there for the
+    %% whole run, which must not override this peer's.
     {Peer, Node} = nifsock_test_lib:start_peer(
                      #{name => peer:random_name(?MODULE),
+                       env => [{"ERL_FLAGS", ""}],
                        args => ["+S", "1:1", "-nifsock", "readiness", "driver"]}),
     [{peer, Peer}, {node, Node} | Config].
 

@@ -15,8 +15,7 @@ use crate::sys::driver::{self, Hooks};
 use crate::sys::env::EnvRef;
 use crate::sys::epoll;
 use crate::sys::msg::MsgEnv;
-use crate::sys::resource::{Kept, Obj};
-use crate::sys::setres;
+use crate::sys::resource::{self, Kept, Obj};
 
 /// Most events one drain serves.
 pub const BATCH: usize = 64;
@@ -66,7 +65,7 @@ impl Out<'_> {
 pub fn pump_drain<'a>(env: Env<'a>, pump: &ErlNifPid, msg: Term<'a>) -> bool {
     let Some(set) = set::get() else { return false };
     drain_with(Some(env));
-    setres::arm(env, set.epfd, pump, msg)
+    resource::arm_set(env, set.epfd, pump, msg)
 }
 
 /// `ready_input`: serves at most [`BATCH`] events, then the backlog.

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::socket::Socket;
+use crate::sys::carry;
 use crate::sys::epoll;
 use crate::sys::resource::{Kept, Obj};
 use crate::sys::syscall;
@@ -74,6 +75,9 @@ fn ensure() -> Option<&'static Set> {
         syscall::close(epfd);
         return None;
     }
+    // An upgrade to another copy of the library is refused from now on: the
+    // slot table holding the registered sockets is this copy's.
+    carry::note_flag(carry::READINESS_USED);
     if SET.set(Set { epfd, efd }).is_err() {
         // Another caller won the race; keep its set.
         syscall::close(efd);

@@ -86,9 +86,11 @@ fn start(env: Env) -> bool {
 
 /// This copy of the library serves no library record any more (the old code
 /// of an upgrade was purged): its closer thread finishes the fds it was
-/// given and exits before ERTS unmaps the code.
+/// given and exits before ERTS unmaps the code, and the threads' read
+/// buffers of this copy are freed.
 fn retire() {
     lifecycle::stop_closer();
+    let _ = core::scratch::release_all();
 }
 
 /// What an upgrade checks before this build's code may run on socket objects

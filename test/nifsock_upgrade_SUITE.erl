@@ -17,10 +17,11 @@
 -export([all/0, groups/0, suite/0, init_per_group/2, end_per_group/2,
          init_per_testcase/2, end_per_testcase/2]).
 -export([upgrade_open_sockets_keep_working/1, upgrade_old_closer_thread_stops/1,
-         upgrade_same_file_keeps_state/1, upgrade_refused_while_readiness_in_use/1]).
+         upgrade_same_file_keeps_state/1, upgrade_readiness_pump_carried_over/1,
+         upgrade_readiness_driver_carried_over/1]).
 %% run inside the peer node
 -export([open_sockets_scenario/2, closer_scenario/2, same_file_scenario/1,
-         readiness_scenario/1]).
+         readiness_scenario/2]).
 
 -define(T, 5000).
 
@@ -33,7 +34,8 @@ groups() ->
     Cases = [upgrade_open_sockets_keep_working, upgrade_old_closer_thread_stops,
              upgrade_same_file_keeps_state],
     [{socket, [], Cases},
-     {nifsock, [], Cases ++ [upgrade_refused_while_readiness_in_use]}].
+     {nifsock, [], Cases ++ [upgrade_readiness_pump_carried_over,
+                             upgrade_readiness_driver_carried_over]}].
 
 init_per_group(socket, Config) -> [{mods, {socket, gen_tcp}} | Config];
 init_per_group(nifsock, Config) -> [{mods, {nifsock, nifsock_tcp}} | Config].
@@ -112,17 +114,36 @@ upgrade_same_file_keeps_state(Config) ->
     ?assertEqual({M0, M0}, {M1, M2}),
     ?assertEqual({1, 2, 1}, Libs).
 
-%% @doc With a readiness source in use (its slot table lives in the loaded
-%% copy), loading another copy is refused and leaves the loaded library
-%% serving the sockets (a documented limit: restart the node instead).
-upgrade_refused_while_readiness_in_use(Config) ->
-    R = in_peer(Config, readiness_scenario, [?config(copy_dir, Config)]),
+%% @doc With the `pump' readiness source on, a passive read waiting in the
+%% set and an active socket armed there before the upgrade are served by the
+%% new copy after it (the set, its slots and the pump's select object carry
+%% over), and the old copy is unloaded at the purge.
+upgrade_readiness_pump_carried_over(Config) ->
+    R = in_peer(Config, readiness_scenario, [pump, ?config(copy_dir, Config)]),
     ct:pal("~p", [R]),
-    #{loaded := Loaded, echoes := Echoes, libs := Libs, maps := {M0, M1}} = R,
-    ?assertEqual({error, on_load_failure}, Loaded),
-    ?assertEqual([ok, ok], Echoes),
-    ?assertEqual(1, Libs),
-    ?assertEqual(M0, M1).
+    #{loaded := Loaded, purged := Purged, echoes := Echoes, libs := Libs,
+      maps := {_M0, _M1, M2}, copy_lib := CopyLib, fds := {Fd0, Fd1}} = R,
+    ?assertEqual({module, nifsock_nif}, Loaded),
+    ?assertEqual(true, Purged),
+    ?assertEqual([ok, ok, ok, ok], Echoes),
+    ?assertEqual({1, 2, 1}, Libs),
+    ?assertEqual([CopyLib], M2),
+    ?assertEqual(Fd0, Fd1).
+
+%% @doc With the `driver' readiness source on, the same: the port's driver
+%% stays the old file's (erl_ddll keeps it mapped) and forwards to the new
+%% copy's code; the old NIF library record is unloaded at the purge.
+upgrade_readiness_driver_carried_over(Config) ->
+    R = in_peer(Config, readiness_scenario, [driver, ?config(copy_dir, Config)]),
+    ct:pal("~p", [R]),
+    #{loaded := Loaded, purged := Purged, echoes := Echoes, libs := Libs,
+      maps := {M0, _M1, M2}, copy_lib := CopyLib, fds := {Fd0, Fd1}} = R,
+    ?assertEqual({module, nifsock_nif}, Loaded),
+    ?assertEqual(true, Purged),
+    ?assertEqual([ok, ok, ok, ok], Echoes),
+    ?assertEqual({1, 2, 1}, Libs),
+    ?assertEqual(lists:sort(M0 ++ [CopyLib]), M2),
+    ?assertEqual(Fd0, Fd1).
 
 %%% ------------------------------------------------------------------
 %%% In the peer
@@ -226,21 +247,53 @@ same_file_scenario({Sock, _Tcp}) ->
     #{loaded => Loaded, purged => Purged, echoes => [E1, E2], maps => {M0, M1, M2},
       libs => {Libs0, Libs1, Libs2}}.
 
-readiness_scenario(Dir) ->
+readiness_scenario(Mode, Dir) ->
     _ = application:load(nifsock),
-    ok = application:set_env(nifsock, readiness, pump),
+    ok = application:set_env(nifsock, readiness, Mode),
     ok = nifsock_readiness:start(),
+    Fd0 = nifsock_test_lib:fd_count(),
     {L, Addr} = nifsock_test_lib:listener(nifsock, inet),
     {C, A} = nifsock_test_lib:connect_accept(nifsock, L, Addr),
+    %% An active nifsock_tcp socket echoing through the set.
+    {ok, L2} = nifsock_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, C2} = nifsock_tcp:connect({127, 0, 0, 1}, nifsock_test_lib:port(nifsock_tcp, L2),
+                                   [binary, {active, false}]),
+    {ok, A2} = nifsock_tcp:accept(L2, ?T),
+    E2 = spawn_echo(fun() -> active_echo(nifsock_tcp, A2) end),
+    ok = nifsock_tcp:controlling_process(A2, E2),
+    E2 ! go,
     E1 = sock_pair_roundtrip(nifsock, C, A, <<"one">>),
+    T1 = tcp_roundtrip(nifsock_tcp, C2, <<"one">>),
+    %% A read waiting in the set across the upgrade.
+    Self = self(),
+    Waiter = spawn(fun() -> Self ! {self(), nifsock:recv(A, 3, 4 * ?T)} end),
+    wait_until(fun() -> maps:get(num_readers, nifsock:info(A), 0) end, fun(N) -> N > 0 end),
     M0 = mapped_libs(),
-    _ = copy_app(Dir),
+    Libs0 = maps:get(nif_libs, nifsock:info()),
+    CopyLib = copy_app(Dir),
     Loaded = code:load_file(nifsock_nif),
+    Libs1 = maps:get(nif_libs, nifsock:info()),
     M1 = mapped_libs(),
-    E2 = sock_pair_roundtrip(nifsock, C, A, <<"two">>),
-    Libs = maps:get(nif_libs, nifsock:info()),
+    ok = nifsock:send(C, <<"two">>),
+    E2r = receive {Waiter, {ok, <<"two">>}} -> ok; {Waiter, Other} -> Other
+          after 4 * ?T -> waiter_timeout
+          end,
+    Purged = code:soft_purge(nifsock_nif),
+    M2 = mapped_libs(),
+    E3 = sock_pair_roundtrip(nifsock, C, A, <<"three">>),
+    T3 = tcp_roundtrip(nifsock_tcp, C2, <<"three">>),
+    Libs2 = maps:get(nif_libs, nifsock:info()),
+    ok = nifsock_tcp:close(C2),
+    wait_down([E2]),
     [ok = nifsock:close(S) || S <- [C, A, L]],
-    #{loaded => Loaded, echoes => [E1, E2], libs => Libs, maps => {M0, M1}}.
+    ok = nifsock_tcp:close(L2),
+    Fd1 = wait_fd_count(Fd0),
+    #{loaded => Loaded, purged => Purged, libs => {Libs0, Libs1, Libs2},
+      echoes => [both(E1, T1), E2r, E3, T3], maps => {M0, M1, M2}, copy_lib => CopyLib,
+      fds => {Fd0, Fd1}}.
+
+both(ok, ok) -> ok;
+both(A, B) -> {A, B}.
 
 %%% ------------------------------------------------------------------
 %%% Helpers (in the peer)

@@ -80,30 +80,35 @@ fn start(env: Env) -> bool {
     // The readiness layer serves active sockets through ops/tcp/active (it
     // sits below ops, so the delivery is handed to it here); it stays off
     // unless `nifsock_readiness` starts a source.
-    readiness::install(ops::tcp::active::deliver_from_drain);
-    sys::resource::register_set(env) && sys::resource::register::<socket::Socket>(env)
+    readiness::install(ops::tcp::active::deliver_from_drain)
+        && sys::resource::register_set(env)
+        && sys::resource::register::<socket::Socket>(env)
 }
 
 /// This copy of the library serves no library record any more (the old code
 /// of an upgrade was purged): its closer thread finishes the fds it was
-/// given and exits before ERTS unmaps the code, and the threads' read
-/// buffers of this copy are freed.
+/// given and exits before ERTS unmaps the code, the threads' read buffers of
+/// this copy are freed, and a readiness port run by another copy's driver
+/// stops forwarding here.
 fn retire() {
+    sys::driver::retire();
     lifecycle::stop_closer();
     let _ = core::scratch::release_all();
 }
 
 /// What an upgrade checks before this build's code may run on socket objects
-/// an older build allocated: the layout version of the resource's value
-/// (`socket::LAYOUT`), the compiler that laid it out, and its size.
+/// an older build allocated and on the readiness state it made: the layout
+/// version (`socket::LAYOUT`), the compiler that laid the types out, and
+/// their sizes.
 fn fingerprint() -> u64 {
-    let parts: [&[u8]; 6] = [
+    let parts: [&[u8]; 7] = [
         &socket::LAYOUT.to_le_bytes(),
         env!("NIFSOCK_RUSTC").as_bytes(),
         &std::mem::size_of::<socket::Socket>().to_le_bytes(),
         &std::mem::align_of::<socket::Socket>().to_le_bytes(),
         &sys::resource::alloc_size::<socket::Socket>().to_le_bytes(),
         &std::mem::size_of::<sys::carry::Carry>().to_le_bytes(),
+        &readiness::shared_size().to_le_bytes(),
     ];
     // FNV-1a.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;

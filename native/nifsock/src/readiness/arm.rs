@@ -2,15 +2,11 @@
 //! lock, held by the caller).
 
 use std::os::fd::RawFd;
-use std::sync::Mutex;
 
 use super::set::{self, lock};
 use crate::socket::{Socket, State};
 use crate::sys::epoll;
 use crate::sys::resource::{Kept, Obj};
-
-/// Slot keys whose delivery stopped at its read bound: served by the next drain.
-pub(super) static BACKLOG: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
 /// What `arm` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -85,7 +81,9 @@ pub fn rearm_direct(obj: Obj<'_, Socket>, more: bool) {
     if more || st.rd.ready || st.rd.hup {
         st.rd.ready = false;
         drop(st);
-        lock(&BACKLOG).push(k);
+        if let Some(sh) = set::shared() {
+            lock(&sh.backlog).push(k);
+        }
         if let Some(set) = set::get() {
             epoll::kick(set.efd);
         }

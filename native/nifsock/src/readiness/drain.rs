@@ -7,7 +7,6 @@ use std::sync::OnceLock;
 use rustler::sys::ErlNifPid;
 use rustler::{Encoder, Env, Term};
 
-use super::arm::BACKLOG;
 use super::set::{self, lock, EFD_KEY};
 use crate::atoms;
 use crate::socket::{Active, Phase, Socket};
@@ -33,10 +32,14 @@ static HOOKS: Hooks = Hooks {
     stop: set::on_port_stop,
 };
 
-/// Installs the driver hooks and the active delivery (from the NIF's `load`).
-pub fn install(deliver: Deliver) {
+/// Installs the driver hooks and the active delivery, and makes (or, in an
+/// upgrade, finds) the shared state (from the NIF's `load` or `upgrade`).
+/// False if the state can't be kept.
+pub fn install(deliver: Deliver) -> bool {
     let _ = DELIVER.set(deliver);
+    let ok = set::init();
     driver::set_hooks(&HOOKS);
+    ok
 }
 
 /// Where a drain's messages are built and how they are sent.
@@ -77,7 +80,9 @@ fn drain_with(caller: Option<Env>) {
     let Some(set) = set::get() else { return };
     let Some(menv) = MsgEnv::new() else { return };
     let out = Out { menv, caller };
-    let backlog = std::mem::take(&mut *lock(&BACKLOG));
+    let backlog = set::shared()
+        .map(|sh| std::mem::take(&mut *lock(&sh.backlog)))
+        .unwrap_or_default();
     let mut evs = [(0u32, 0u64); BATCH];
     let n = epoll::poll(set.epfd, &mut evs);
     for &(events, k) in evs.iter().take(n) {

@@ -35,7 +35,9 @@ mod tcp;
 /// version and the size, this makes the fingerprint in lib.rs). Bump it with
 /// any change to a type stored in a `Socket` (here, `tcp.rs`, `rd.rs`, and the
 /// `core`/`sys` types they embed) or to the meaning of a field, and with any
-/// change to the slot order of `stats`.
+/// change to what an upgrade carries over: the slot order of `stats`, the
+/// readiness `Shared` state (`readiness/set.rs`), `sys::carry::Carry`, or the
+/// driver's `Hooks`.
 pub const LAYOUT: u32 = 1;
 
 /// Lifecycle of a socket.

@@ -8,7 +8,9 @@
 //! by every `upgrade` (ERTS passes the old library's `priv_data` to the new
 //! one's upgrade); it is freed by the `unload` of the last library using it.
 //! Each copy reads it through its own [`CARRY`] pointer (one load more per
-//! counter bump than a plain static, no system call, no allocation).
+//! counter bump than a plain static, no system call, no allocation). The
+//! block also keeps what the readiness layer must share across copies (its
+//! state as a [`shared`] value, the set's select object, the port's hooks).
 //!
 //! A `Carry` also holds the build's layout fingerprint: after an upgrade the
 //! new library's code runs on socket objects the old one allocated (their
@@ -21,16 +23,25 @@
 //! from `dlopen`), and when it drops to zero the copy's own threads must stop,
 //! since its code is about to be unmapped.
 
-use std::sync::atomic::{AtomicPtr, AtomicU32, AtomicU64, AtomicUsize, Ordering};
+use std::any::TypeId;
+use std::ffi::c_void;
+use std::hash::{Hash, Hasher};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// Counter slots in a [`Carry`] (`stats` uses the first ones).
 pub const SLOTS: usize = 32;
 
 const MAGIC: u64 = u64::from_be_bytes(*b"nifsock1");
 
-/// Set in [`Carry::flags`] once a library made the readiness epoll set (its
-/// slot table lives in that copy's statics: see `upgrade_refusal`).
-pub const READINESS_USED: u32 = 1;
+/// Values kept for the layers above (one per Rust type: see [`shared`]).
+const VALUES: usize = 4;
+
+/// A value of the layers above: the key of its type and the leaked box.
+#[repr(C)]
+struct Value {
+    key: AtomicU64,
+    ptr: AtomicPtr<c_void>,
+}
 
 /// The block shared by every library generation of the module.
 #[repr(C)]
@@ -41,12 +52,18 @@ pub struct Carry {
     fingerprint: u64,
     /// ERTS library records using this block.
     libs: AtomicUsize,
-    /// [`READINESS_USED`].
-    flags: AtomicU32,
     /// Upgrades this block went through.
     upgrades: AtomicU64,
     /// The counters (`stats`).
     counters: [AtomicU64; SLOTS],
+    /// The values of [`shared`].
+    values: [Value; VALUES],
+    /// The readiness set's select object (`resource::arm_set`): `enif_select`
+    /// on the set's fd must keep using one object, whichever copy arms it.
+    pub(super) set_obj: AtomicPtr<c_void>,
+    /// The `HOOKS` static of the copy whose driver runs the readiness port
+    /// (`driver`): each copy's load or upgrade points it at its own hooks.
+    pub(super) port_hooks: AtomicPtr<c_void>,
 }
 
 impl Carry {
@@ -55,9 +72,16 @@ impl Carry {
             magic: MAGIC,
             fingerprint,
             libs: AtomicUsize::new(0),
-            flags: AtomicU32::new(0),
             upgrades: AtomicU64::new(0),
             counters: [const { AtomicU64::new(0) }; SLOTS],
+            values: [const {
+                Value {
+                    key: AtomicU64::new(0),
+                    ptr: AtomicPtr::new(std::ptr::null_mut()),
+                }
+            }; VALUES],
+            set_obj: AtomicPtr::new(std::ptr::null_mut()),
+            port_hooks: AtomicPtr::new(std::ptr::null_mut()),
         }
     }
 }
@@ -71,11 +95,9 @@ static CARRY: AtomicPtr<Carry> = AtomicPtr::new(std::ptr::addr_of!(LOCAL).cast_m
 /// ERTS library records this copy serves.
 static USERS: AtomicUsize = AtomicUsize::new(0);
 
-fn current() -> &'static Carry {
-    // SAFETY: CARRY points at LOCAL or at a block made by `create` that is
-    // freed only by the `unload` that drops its last library; this copy's code
-    // runs no more once its last library is unloaded, so the block outlives
-    // every read made through this pointer.
+pub(super) fn current() -> &'static Carry {
+    // SAFETY: CARRY points at LOCAL or at a block made by `create`, which is
+    // never freed.
     unsafe { &*CARRY.load(Ordering::Acquire) }
 }
 
@@ -99,13 +121,55 @@ pub fn upgrades() -> u64 {
     current().upgrades.load(Ordering::Relaxed)
 }
 
-/// Records that this library made the readiness set.
-pub fn note_flag(flag: u32) {
-    current().flags.fetch_or(flag, Ordering::AcqRel);
+/// The key of `T` among the values: its type (the fingerprint makes the
+/// compiler, hence `TypeId`, the same across the builds sharing a block) and
+/// its size and alignment. Never 0.
+fn key_of<T: 'static>() -> u64 {
+    let mut h = std::hash::DefaultHasher::new();
+    TypeId::of::<T>().hash(&mut h);
+    std::mem::size_of::<T>().hash(&mut h);
+    std::mem::align_of::<T>().hash(&mut h);
+    h.finish() | 1
 }
 
-/// `load`: makes the shared block (or, on a second load of the same copy,
-/// keeps the one it has) and returns it for `priv_data`.
+/// Makes the shared block's `T` if it has none (an upgrade finds the old
+/// library's). From `load`/`upgrade`; false if every value slot is taken.
+/// The value is never freed: a copy may still read it after the block is gone.
+pub fn init_shared<T: Default + Send + Sync + 'static>() -> bool {
+    let key = key_of::<T>();
+    for v in &current().values {
+        match v
+            .key
+            .compare_exchange(0, key, Ordering::AcqRel, Ordering::Acquire)
+        {
+            Ok(_) => {
+                let fresh = Box::into_raw(Box::<T>::default());
+                v.ptr.store(fresh.cast(), Ordering::Release);
+                return true;
+            }
+            Err(k) if k == key => return true,
+            Err(_) => {}
+        }
+    }
+    false
+}
+
+/// The shared block's `T` (None before [`init_shared`] made it).
+pub fn shared<T: Send + Sync + 'static>() -> Option<&'static T> {
+    let key = key_of::<T>();
+    let v = current()
+        .values
+        .iter()
+        .find(|v| v.key.load(Ordering::Acquire) == key)?;
+    let p = v.ptr.load(Ordering::Acquire).cast::<T>();
+    // SAFETY: a value whose key is T's was made by `init_shared::<T>` from a
+    // Box<T> of a build with this fingerprint (same compiler and layout
+    // version, so the same T), is never freed, and is only reached as &T.
+    unsafe { p.as_ref() }
+}
+
+/// `load`: makes the shared block (or, when this copy was loaded before and
+/// fully unloaded, takes its block up again) and returns it for `priv_data`.
 pub(super) fn create(fingerprint: u64) -> *mut Carry {
     let mine = CARRY.load(Ordering::Acquire);
     let block = if is_local(mine) {
@@ -115,7 +179,8 @@ pub(super) fn create(fingerprint: u64) -> *mut Carry {
     } else {
         mine
     };
-    // SAFETY: block is a live heap block (just made, or held by this copy).
+    // SAFETY: block is a heap block made by `create` (just now, or for an
+    // earlier load of this copy), never freed.
     unsafe { (*block).libs.fetch_add(1, Ordering::AcqRel) };
     USERS.fetch_add(1, Ordering::AcqRel);
     block
@@ -123,8 +188,7 @@ pub(super) fn create(fingerprint: u64) -> *mut Carry {
 
 /// Why `upgrade` must refuse the old library's block, as the veto code ERTS
 /// reports (`Library upgrade-call unsuccessful (N)`): 1 the old library
-/// predates upgrades (no block), 2 another layout, 3 the old library's
-/// readiness set is in use by another copy.
+/// predates upgrades (no block), 2 another layout.
 pub(super) fn upgrade_refusal(old: *mut Carry, fingerprint: u64) -> Option<i32> {
     if old.is_null() {
         return Some(1);
@@ -137,34 +201,28 @@ pub(super) fn upgrade_refusal(old: *mut Carry, fingerprint: u64) -> Option<i32> 
     if magic != MAGIC || fp != fingerprint {
         return Some(2);
     }
-    // SAFETY: the same layout as ours (same fingerprint).
-    let flags = unsafe { (*old).flags.load(Ordering::Acquire) };
-    let same_copy = std::ptr::eq(CARRY.load(Ordering::Acquire), old);
-    if flags & READINESS_USED != 0 && !same_copy {
-        return Some(3);
-    }
     None
 }
 
-/// `upgrade`: this copy uses the old library's block from now on.
-pub(super) fn adopt(old: *mut Carry) {
-    // SAFETY: `upgrade_refusal` accepted old: a live block of our layout.
+/// `upgrade`: this copy uses the old library's block from now on. Returns
+/// the block it used before, for [`unadopt`].
+pub(super) fn adopt(old: *mut Carry) -> *mut Carry {
+    // SAFETY: `upgrade_refusal` accepted old: a block of our layout, never freed.
     let block = unsafe { &*old };
     block.libs.fetch_add(1, Ordering::AcqRel);
     block.upgrades.fetch_add(1, Ordering::Relaxed);
-    CARRY.store(old, Ordering::Release);
     USERS.fetch_add(1, Ordering::AcqRel);
+    CARRY.swap(old, Ordering::AcqRel)
 }
 
 /// Undoes [`adopt`] when the upgrade fails after it.
-pub(super) fn unadopt(old: *mut Carry) {
+pub(super) fn unadopt(old: *mut Carry, before: *mut Carry) {
     // SAFETY: as in adopt; the old library still holds it.
     let block = unsafe { &*old };
     block.libs.fetch_sub(1, Ordering::AcqRel);
     block.upgrades.fetch_sub(1, Ordering::Relaxed);
-    if USERS.fetch_sub(1, Ordering::AcqRel) == 1 {
-        CARRY.store(std::ptr::addr_of!(LOCAL).cast_mut(), Ordering::Release);
-    }
+    USERS.fetch_sub(1, Ordering::AcqRel);
+    CARRY.store(before, Ordering::Release);
 }
 
 /// Undoes [`create`] when `load` fails after it (ERTS runs no unload then).
@@ -179,22 +237,15 @@ pub(super) fn leave() -> bool {
     USERS.fetch_sub(1, Ordering::AcqRel) == 1
 }
 
-/// `unload` of one library record, last step: drops its use of `block`
-/// (freed by the last user, once nothing of this copy runs any more).
+/// `unload` of one library record, last step: drops its use of `block`.
+/// The block itself is never freed (one per node, a few hundred bytes): a
+/// copy whose driver outlives the module's last library may still read it,
+/// and a later load of this copy takes it up again (see [`create`]).
 pub(super) fn release(block: *mut Carry) {
     if block.is_null() || is_local(block) {
         return;
     }
     // SAFETY: block is the priv_data `create` or `adopt` returned for this
-    // library record, still counted in `libs`.
-    let last = unsafe { (*block).libs.fetch_sub(1, Ordering::AcqRel) } == 1;
-    if last {
-        if std::ptr::eq(CARRY.load(Ordering::Acquire), block) {
-            CARRY.store(std::ptr::addr_of!(LOCAL).cast_mut(), Ordering::Release);
-        }
-        // SAFETY: made by Box::into_raw in `create`; no library uses it any
-        // more and this copy's threads have stopped, so no pointer to it is
-        // read after this.
-        drop(unsafe { Box::from_raw(block) });
-    }
+    // library record: a block made by `create`, never freed.
+    unsafe { (*block).libs.fetch_sub(1, Ordering::AcqRel) };
 }

@@ -117,7 +117,7 @@ unsafe extern "C" fn upgrade(
     if let Some(code) = carry::upgrade_refusal(old, fingerprint()) {
         return code;
     }
-    carry::adopt(old);
+    let before = carry::adopt(old);
     let ok = std::panic::catch_unwind(|| {
         // SAFETY: as in load.
         let env = unsafe { Env::new_init_env(&env, env) };
@@ -127,7 +127,7 @@ unsafe extern "C" fn upgrade(
     })
     .unwrap_or(false);
     if !ok {
-        carry::unadopt(old);
+        carry::unadopt(old, before);
         return 4;
     }
     // SAFETY: priv_data is ERTS's out-pointer for the new library's data.

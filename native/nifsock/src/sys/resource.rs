@@ -28,6 +28,7 @@ use rustler::sys::{
 };
 use rustler::{Env, Term};
 
+use super::carry;
 use super::env::EnvRef;
 
 /// Where a kind's registered resource type is kept; reset by every `load` (a
@@ -383,11 +384,11 @@ unsafe extern "C" fn down_trampoline<T: Kind>(
 }
 
 // The resource `enif_select` needs for the readiness set's own fd (the pump
-// readiness source): a type with a no-op stop callback, one object per copy
-// of the library, never released (the set lives as long as the library).
+// readiness source): a type with a no-op stop callback, one object, never
+// released (the set lives as long as the library), kept in the block an
+// upgrade carries over (ERTS refuses a select on the fd with another object).
 
 static SET_TYPE: TypeSlot = TypeSlot::new();
-static SET_OBJ: AtomicPtr<c_void> = AtomicPtr::new(ptr::null_mut());
 
 const SELECT_CUSTOM_MSG: c_int = 16;
 
@@ -416,7 +417,8 @@ pub fn register_set(env: Env) -> bool {
 }
 
 fn set_obj() -> Option<*mut c_void> {
-    let o = SET_OBJ.load(Ordering::Acquire);
+    let slot = &carry::current().set_obj;
+    let o = slot.load(Ordering::Acquire);
     if !o.is_null() {
         return Some(o);
     }
@@ -430,7 +432,7 @@ fn set_obj() -> Option<*mut c_void> {
     if fresh.is_null() {
         return None;
     }
-    match SET_OBJ.compare_exchange(ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+    match slot.compare_exchange(ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
         Ok(_) => Some(fresh),
         // Lost a race: keep the winner's (the loser's object leaks, once).
         Err(winner) => Some(winner),

@@ -47,13 +47,15 @@ pub fn shared_size() -> usize {
 }
 
 /// Makes the shared state (or finds the old library's); from load/upgrade.
+static SHARED: carry::Named<Shared> = carry::Named::new("readiness::Shared");
+
 pub(super) fn init() -> bool {
-    carry::init_shared::<Shared>()
+    carry::init_shared(&SHARED)
 }
 
 /// The shared state (None before the library's load).
 pub(super) fn shared() -> Option<&'static Shared> {
-    carry::shared::<Shared>()
+    carry::shared(&SHARED)
 }
 /// Per-wait enif_select (the default).
 const OFF: u8 = 0;

@@ -23,9 +23,7 @@
 //! from `dlopen`), and when it drops to zero the copy's own threads must stop,
 //! since its code is about to be unmapped.
 
-use std::any::TypeId;
 use std::ffi::c_void;
-use std::hash::{Hash, Hasher};
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering};
 
 /// Counter slots in a [`Carry`] (`stats` uses the first ones).
@@ -121,22 +119,43 @@ pub fn upgrades() -> u64 {
     current().upgrades.load(Ordering::Relaxed)
 }
 
-/// The key of `T` among the values: its type (the fingerprint makes the
-/// compiler, hence `TypeId`, the same across the builds sharing a block) and
-/// its size and alignment. Never 0.
-fn key_of<T: 'static>() -> u64 {
-    let mut h = std::hash::DefaultHasher::new();
-    TypeId::of::<T>().hash(&mut h);
-    std::mem::size_of::<T>().hash(&mut h);
-    std::mem::align_of::<T>().hash(&mut h);
-    h.finish() | 1
+/// The key of a value: its name and its type's size and alignment (FNV-1a).
+/// Not `TypeId`, which differs between builds of the same source from another
+/// directory. Never 0.
+fn key_of<T>(name: &str) -> u64 {
+    let size = std::mem::size_of::<T>().to_le_bytes();
+    let align = std::mem::align_of::<T>().to_le_bytes();
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.bytes().chain(size).chain(align) {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h | 1
 }
 
-/// Makes the shared block's `T` if it has none (an upgrade finds the old
-/// library's). From `load`/`upgrade`; false if every value slot is taken.
-/// The value is never freed: a copy may still read it after the block is gone.
-pub fn init_shared<T: Default + Send + Sync + 'static>() -> bool {
-    let key = key_of::<T>();
+/// A name for a value of type `T` in the shared block: every build that
+/// names a value `name` gives it the same type (the upgrade fingerprint
+/// covers the type's layout).
+pub struct Named<T> {
+    name: &'static str,
+    _t: std::marker::PhantomData<fn() -> T>,
+}
+
+impl<T> Named<T> {
+    /// The value called `name` (one type per name, in every build).
+    pub const fn new(name: &'static str) -> Named<T> {
+        Named {
+            name,
+            _t: std::marker::PhantomData,
+        }
+    }
+}
+
+/// Makes the shared block's value `n` if it has none (an upgrade finds the
+/// old library's). From `load`/`upgrade`; false if every value slot is taken.
+/// The value is never freed (nor is the block).
+pub fn init_shared<T: Default + Send + Sync + 'static>(n: &Named<T>) -> bool {
+    let key = key_of::<T>(n.name);
     for v in &current().values {
         match v
             .key
@@ -154,17 +173,18 @@ pub fn init_shared<T: Default + Send + Sync + 'static>() -> bool {
     false
 }
 
-/// The shared block's `T` (None before [`init_shared`] made it).
-pub fn shared<T: Send + Sync + 'static>() -> Option<&'static T> {
-    let key = key_of::<T>();
+/// The shared block's value `n` (None before [`init_shared`] made it).
+pub fn shared<T: Send + Sync + 'static>(n: &Named<T>) -> Option<&'static T> {
+    let key = key_of::<T>(n.name);
     let v = current()
         .values
         .iter()
         .find(|v| v.key.load(Ordering::Acquire) == key)?;
     let p = v.ptr.load(Ordering::Acquire).cast::<T>();
-    // SAFETY: a value whose key is T's was made by `init_shared::<T>` from a
-    // Box<T> of a build with this fingerprint (same compiler and layout
-    // version, so the same T), is never freed, and is only reached as &T.
+    // SAFETY: a value with this key was made by `init_shared` from a Box<T>
+    // of the type every build gives this name (`Named`), in a build with this
+    // fingerprint (same compiler and layout version, so the same layout of
+    // T), is never freed, and is only reached as &T.
     unsafe { p.as_ref() }
 }
 

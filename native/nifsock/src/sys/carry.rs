@@ -6,7 +6,7 @@
 //! copy's closer thread still counts into the old one. The counters therefore
 //! live in one heap block, the [`Carry`], made by the first `load` and adopted
 //! by every `upgrade` (ERTS passes the old library's `priv_data` to the new
-//! one's upgrade); it is freed by the `unload` of the last library using it.
+//! one's upgrade), and never freed (see [`release`]).
 //! Each copy reads it through its own [`CARRY`] pointer (one load more per
 //! counter bump than a plain static, no system call, no allocation). The
 //! block also keeps what the readiness layer must share across copies (its
@@ -31,10 +31,10 @@ pub const SLOTS: usize = 32;
 
 const MAGIC: u64 = u64::from_be_bytes(*b"nifsock1");
 
-/// Values kept for the layers above (one per Rust type: see [`shared`]).
+/// Values kept for the layers above (one per [`Named`]: see [`shared`]).
 const VALUES: usize = 4;
 
-/// A value of the layers above: the key of its type and the leaked box.
+/// A value of the layers above: its key ([`key_of`]) and the leaked box.
 #[repr(C)]
 struct Value {
     key: AtomicU64,

@@ -90,7 +90,10 @@ unsafe extern "C" fn load(
         let env = unsafe { Env::new_init_env(&env, env) };
         // SAFETY: as above.
         let info = unsafe { Term::new(env, info) };
-        (cb.load)(env, info)
+        // What init!'s load does first: rustler's own resource types (nifsock
+        // has none; its types are registered by hand in `resource`).
+        rustler::codegen_runtime::ResourceRegistration::register_all_collected(env).is_ok()
+            && (cb.load)(env, info)
     })
     .unwrap_or(false);
     if !ok {
@@ -123,7 +126,10 @@ unsafe extern "C" fn upgrade(
         let env = unsafe { Env::new_init_env(&env, env) };
         // SAFETY: as in load.
         let info = unsafe { Term::new(env, info) };
-        (cb.upgrade)(env, info)
+        // As in load (rustler opens its types with CREATE only, so one would
+        // veto the upgrade: nifsock has none).
+        rustler::codegen_runtime::ResourceRegistration::register_all_collected(env).is_ok()
+            && (cb.upgrade)(env, info)
     })
     .unwrap_or(false);
     if !ok {

@@ -37,12 +37,28 @@ load() ->
               D ->
                   D
           end,
+    %% Loading this module again (a release upgrade, `code:load_file/1')
+    %% upgrades the library in place when Dir's file is another copy than
+    %% the loaded one: see "Upgrades" in the README.
     case erlang:load_nif(filename:join(Dir, "libnifsock"), 0) of
         ok ->
             %% The readiness source is opt-in (application env `readiness').
             nifsock_readiness:on_load();
+        {error, {upgrade, Text}} = Error ->
+            logger:error("nifsock: the NIF library was not upgraded: ~ts (~ts)",
+                         [Text, upgrade_refusal(Text)]),
+            Error;
         Error ->
             Error
+    end.
+
+%% What the upgrade callback's veto code (sys/entry.rs) means.
+upgrade_refusal(Text) ->
+    case re:run(Text, "\\(([0-9]+)\\)", [{capture, all_but_first, list}]) of
+        {match, ["1"]} -> "the loaded library predates upgrade support";
+        {match, ["2"]} -> "the new build lays sockets out differently: restart the node";
+        {match, ["3"]} -> "the readiness source is in use: restart the node";
+        _ -> "registering the resource types failed"
     end.
 
 -spec open(atom(), atom(), atom() | integer()) -> {ok, sock()} | {error, term()}.

@@ -1,7 +1,9 @@
 //! nifsock: TCP sockets for the BEAM with the fewest system calls, scheduler
 //! hops and bytes held per connection. This file is the NIF library's entry:
-//! it registers the socket resource type and, when `NIFSOCK_LOG` is set,
-//! a tracing subscriber on stderr.
+//! its `nif_init` hands ERTS the entry `sys::entry` builds (load, upgrade and
+//! unload callbacks), which registers (or, in an upgrade, takes over) the
+//! resource types and, when `NIFSOCK_LOG` is set, a tracing subscriber on
+//! stderr.
 //!
 //! # Module map
 //!
@@ -39,8 +41,9 @@
 //!   `Obj<'a, T>`), selects, monitors and messages, saved handles, iovecs,
 //!   and the system calls (through socket2 and nix where they have them);
 //!   `driver` (a minimal ERTS driver in the same object, for the readiness
-//!   set's port), `epoll` (the set), `setres` (the resource the pump source's
-//!   `enif_select` on the set's fd needs).
+//!   set's port), `epoll` (the set), `entry` (the ErlNifEntry: load,
+//!   upgrade, unload) and `carry` (the state an upgrade hands from the old
+//!   library to the new: the counters, through `priv_data`).
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
@@ -58,14 +61,72 @@ mod sys;
 
 use rustler::{Env, Term};
 
+use sys::entry::Callbacks;
+
+/// The library's first load for the module.
 fn load(env: Env, _info: Term) -> bool {
     init_tracing();
+    start(env)
+}
+
+/// A newer library (this one) replaces a loaded one; sockets made by the old
+/// one stay open and are served by this code from now on (see `upgrade`
+/// in README.md). `sys::entry` has already adopted the old library's
+/// counters; the resource types are taken over here.
+fn upgrade(env: Env, _info: Term) -> bool {
+    init_tracing();
+    start(env)
+}
+
+fn start(env: Env) -> bool {
     // The readiness layer serves active sockets through ops/tcp/active (it
     // sits below ops, so the delivery is handed to it here); it stays off
     // unless `nifsock_readiness` starts a source.
-    readiness::install(ops::tcp::active::deliver_from_drain);
-    sys::setres::register(env) && sys::resource::register::<socket::Socket>(env)
+    readiness::install(ops::tcp::active::deliver_from_drain)
+        && sys::resource::register_set(env)
+        && sys::resource::register::<socket::Socket>(env)
 }
+
+/// This copy of the library serves no library record any more (the old code
+/// of an upgrade was purged): its closer thread finishes the fds it was
+/// given and exits before ERTS unmaps the code, the threads' read buffers of
+/// this copy are freed, and a readiness port run by another copy's driver
+/// stops forwarding here.
+fn retire() {
+    sys::driver::retire();
+    lifecycle::stop_closer();
+    let _ = core::scratch::release_all();
+}
+
+/// What an upgrade checks before this build's code may run on socket objects
+/// an older build allocated and on the readiness state it made: the layout
+/// version (`socket::LAYOUT`), the compiler that laid the types out, and
+/// their sizes.
+fn fingerprint() -> u64 {
+    let parts: [&[u8]; 7] = [
+        &socket::LAYOUT.to_le_bytes(),
+        env!("NIFSOCK_RUSTC").as_bytes(),
+        &std::mem::size_of::<socket::Socket>().to_le_bytes(),
+        &std::mem::align_of::<socket::Socket>().to_le_bytes(),
+        &sys::resource::alloc_size::<socket::Socket>().to_le_bytes(),
+        &std::mem::size_of::<sys::carry::Carry>().to_le_bytes(),
+        &readiness::shared_size().to_le_bytes(),
+    ];
+    // FNV-1a.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in parts.iter().flat_map(|p| p.iter()) {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    h
+}
+
+static CALLBACKS: Callbacks = Callbacks {
+    load,
+    upgrade,
+    retire,
+    fingerprint,
+};
 
 /// A stderr subscriber, only when NIFSOCK_LOG is set (e.g. `debug`,
 /// `nifsock=trace`): by default tracing costs one relaxed load per event.
@@ -82,4 +143,9 @@ fn init_tracing() {
         .try_init();
 }
 
-rustler::init!("nifsock_nif", load = load);
+/// The symbol ERTS looks up in a NIF library: its entry, built by
+/// `sys::entry` (rustler's `init!` has no upgrade or unload callback).
+#[no_mangle]
+pub extern "C" fn nif_init() -> *const rustler::codegen_runtime::ErlNifEntry {
+    sys::entry::entry(c"nifsock_nif", &CALLBACKS)
+}

@@ -1,18 +1,27 @@
 //! Process-wide atomic counters, returned by `nifsock:info/0`, so users can see
 //! the mechanisms at work in production.
+//!
+//! The values live in the block `sys::carry` shares between library
+//! generations, so an upgrade keeps them (and the old library's closer thread
+//! still counts into the same `fds`); each name below is a slot index.
 
-use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 
-/// One counter.
-pub struct Counter(AtomicU64);
+use crate::sys::carry;
+
+/// One counter (a slot of the shared block).
+pub struct Counter(usize);
 
 impl Counter {
-    const fn new() -> Self {
-        Counter(AtomicU64::new(0))
+    const fn new(slot: usize) -> Self {
+        assert!(slot < carry::SLOTS);
+        Counter(slot)
     }
     /// Adds `n`.
     pub fn add(&self, n: u64) {
-        self.0.fetch_add(n, Ordering::Relaxed);
+        if let Some(c) = carry::counter(self.0) {
+            c.fetch_add(n, Ordering::Relaxed);
+        }
     }
     /// Adds one.
     pub fn incr(&self) {
@@ -20,71 +29,76 @@ impl Counter {
     }
     /// The current value.
     pub fn get(&self) -> u64 {
-        self.0.load(Ordering::Relaxed)
+        carry::counter(self.0).map_or(0, |c| c.load(Ordering::Relaxed))
     }
 }
 
-/// A gauge that goes up and down.
-pub struct Gauge(AtomicI64);
+/// A gauge that goes up and down (a slot of the shared block, two's complement).
+pub struct Gauge(usize);
 
 impl Gauge {
-    const fn new() -> Self {
-        Gauge(AtomicI64::new(0))
+    const fn new(slot: usize) -> Self {
+        assert!(slot < carry::SLOTS);
+        Gauge(slot)
     }
     /// +1.
     pub fn up(&self) {
-        self.0.fetch_add(1, Ordering::Relaxed);
+        if let Some(c) = carry::counter(self.0) {
+            c.fetch_add(1, Ordering::Relaxed);
+        }
     }
     /// -1.
     pub fn down(&self) {
-        self.0.fetch_sub(1, Ordering::Relaxed);
+        if let Some(c) = carry::counter(self.0) {
+            c.fetch_sub(1, Ordering::Relaxed);
+        }
     }
     /// The current value.
     pub fn get(&self) -> i64 {
-        self.0.load(Ordering::Relaxed)
+        carry::counter(self.0).map_or(0, |c| c.load(Ordering::Relaxed) as i64)
     }
 }
 
 /// Sockets whose resource object exists.
-pub static SOCKETS: Gauge = Gauge::new();
+pub static SOCKETS: Gauge = Gauge::new(0);
 /// File descriptors nifsock owns and has not closed yet.
-pub static FDS: Gauge = Gauge::new();
+pub static FDS: Gauge = Gauge::new(1);
 /// Successful accept4 calls.
-pub static ACCEPTS: Counter = Counter::new();
+pub static ACCEPTS: Counter = Counter::new(2);
 /// Accept calls that returned EAGAIN.
-pub static ACCEPTS_EAGAIN: Counter = Counter::new();
+pub static ACCEPTS_EAGAIN: Counter = Counter::new(3);
 /// recv calls that returned data or EOF.
-pub static READS: Counter = Counter::new();
+pub static READS: Counter = Counter::new(4);
 /// recv calls that returned EAGAIN.
-pub static READS_EAGAIN: Counter = Counter::new();
+pub static READS_EAGAIN: Counter = Counter::new(5);
 /// recv calls that went straight to waiting because the last read was short
 /// (the receive queue was empty then): an EAGAIN read saved.
-pub static READS_SKIPPED: Counter = Counter::new();
+pub static READS_SKIPPED: Counter = Counter::new(6);
 /// sendmsg/send calls that wrote something.
-pub static WRITES: Counter = Counter::new();
+pub static WRITES: Counter = Counter::new(7);
 /// sendmsg/send calls that returned EAGAIN.
-pub static WRITES_EAGAIN: Counter = Counter::new();
+pub static WRITES_EAGAIN: Counter = Counter::new(8);
 /// Bytes received.
-pub static BYTES_IN: Counter = Counter::new();
+pub static BYTES_IN: Counter = Counter::new(9);
 /// Bytes sent.
-pub static BYTES_OUT: Counter = Counter::new();
+pub static BYTES_OUT: Counter = Counter::new(10);
 /// fds closed on the thread that asked (no scheduler hop).
-pub static CLOSES_INLINE: Counter = Counter::new();
+pub static CLOSES_INLINE: Counter = Counter::new(11);
 /// Lingering closes run on a dirty I/O scheduler.
-pub static CLOSES_DIRTY: Counter = Counter::new();
+pub static CLOSES_DIRTY: Counter = Counter::new(12);
 /// Lingering closes handed to the closer thread (from callbacks).
-pub static CLOSES_DEFERRED: Counter = Counter::new();
+pub static CLOSES_DEFERRED: Counter = Counter::new(13);
 /// Result binaries allocated up front for a recv(S, N) that didn't complete
 /// in one read (later reads go straight into them).
-pub static EXACT_ALLOCS: Counter = Counter::new();
+pub static EXACT_ALLOCS: Counter = Counter::new(14);
 /// recv(S, 0) reads that went straight into their result binary (streams).
-pub static DIRECT_READS: Counter = Counter::new();
+pub static DIRECT_READS: Counter = Counter::new(15);
 /// Selects armed (enif_select_x READ or WRITE).
-pub static SELECTS: Counter = Counter::new();
+pub static SELECTS: Counter = Counter::new(16);
 /// setsockopt calls made.
-pub static SETSOCKOPTS: Counter = Counter::new();
+pub static SETSOCKOPTS: Counter = Counter::new(17);
 /// getsockopt calls made.
-pub static GETSOCKOPTS: Counter = Counter::new();
+pub static GETSOCKOPTS: Counter = Counter::new(18);
 
 /// All counters by name, for `nifsock:info/0`; `object_bytes` is the size of
 /// one socket resource object (ERTS counts it as binary memory).
@@ -110,6 +124,13 @@ pub fn snapshot(object_bytes: usize) -> Vec<(&'static str, i64)> {
         ("selects", c(&SELECTS)),
         ("setsockopts", c(&SETSOCKOPTS)),
         ("getsockopts", c(&GETSOCKOPTS)),
+        // Library generations sharing these counters (2 between an upgrade
+        // and the purge of the old code), and upgrades since the first load.
+        ("nif_libs", i64::try_from(carry::libs()).unwrap_or(i64::MAX)),
+        (
+            "nif_upgrades",
+            i64::try_from(carry::upgrades()).unwrap_or(i64::MAX),
+        ),
         // ERTS counts resource objects as binary memory: this is ours, per socket.
         (
             "socket_object_bytes",

@@ -5,7 +5,8 @@
 
 use std::os::fd::RawFd;
 use std::sync::mpsc::{channel, Sender};
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
+use std::thread::JoinHandle;
 
 use crate::stats;
 use crate::sys::syscall;
@@ -17,9 +18,15 @@ pub(super) fn release(fd: RawFd) {
     stats::FDS.down();
 }
 
-static CLOSER: OnceLock<Option<Mutex<Sender<RawFd>>>> = OnceLock::new();
+/// The thread's queue and handle; None before first use and after [`stop`].
+struct Closer {
+    tx: Sender<RawFd>,
+    thread: JoinHandle<()>,
+}
 
-fn start() -> Option<Mutex<Sender<RawFd>>> {
+static CLOSER: Mutex<Option<Closer>> = Mutex::new(None);
+
+fn start() -> Option<Closer> {
     let (tx, rx) = channel::<RawFd>();
     let spawned = std::thread::Builder::new()
         .name("nifsock-closer".into())
@@ -29,17 +36,20 @@ fn start() -> Option<Mutex<Sender<RawFd>>> {
                 release(fd);
             }
         });
-    spawned.ok().map(|_| Mutex::new(tx))
+    spawned.ok().map(|thread| Closer { tx, thread })
 }
 
 /// Closes `fd` off the calling thread. Falls back to closing inline if the
 /// thread can't be started (it could block then; logged).
 pub(super) fn close_later(fd: RawFd) {
     stats::CLOSES_DEFERRED.incr();
-    let sent = CLOSER
-        .get_or_init(start)
-        .as_ref()
-        .and_then(|m| m.lock().ok().and_then(|tx| tx.send(fd).ok()));
+    let sent = {
+        let mut closer = CLOSER.lock().unwrap_or_else(|e| e.into_inner());
+        if closer.is_none() {
+            *closer = start();
+        }
+        closer.as_ref().and_then(|c| c.tx.send(fd).ok())
+    };
     if sent.is_none() {
         tracing::warn!(
             fd,
@@ -47,5 +57,19 @@ pub(super) fn close_later(fd: RawFd) {
             "closer thread unavailable: closing inline"
         );
         release(fd);
+    }
+}
+
+/// Stops the closer thread once it has closed every fd already handed to it,
+/// and waits for it: this copy of the library is being unloaded (an upgrade's
+/// old code was purged), so no thread may be left running its code. A later
+/// `close_later` (the same copy loaded again) starts a new thread.
+pub fn stop() {
+    let closer = CLOSER.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(Closer { tx, thread }) = closer {
+        // The queue ends when its only sender is gone: the thread drains it,
+        // then returns.
+        drop(tx);
+        let _ = thread.join();
     }
 }

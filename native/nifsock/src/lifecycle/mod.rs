@@ -17,6 +17,7 @@ mod notice;
 mod waiters;
 
 pub use close::{close, close_fd, close_never_blocking, finish_lingering_close, Closed, How};
+pub use closer::stop as stop_closer;
 pub use ctx::Ctx;
 pub use notice::sock_term;
 pub use waiters::{cancel, done, done_ctx, wait, writer_ahead, Cancelled};

@@ -2,16 +2,11 @@
 //! lock, held by the caller).
 
 use std::os::fd::RawFd;
-use std::sync::Mutex;
 
 use super::set::{self, lock};
 use crate::socket::{Socket, State};
 use crate::sys::epoll;
 use crate::sys::resource::{Kept, Obj};
-
-/// Slot keys whose delivery stopped at its read bound, each at most once
-/// (`SockRd::queued`): served, [`super::drain::BATCH`] at a time, by the next drains.
-pub(super) static BACKLOG: Mutex<Vec<u64>> = Mutex::new(Vec::new());
 
 /// What `arm` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -102,7 +97,9 @@ pub fn defer_armed(obj: Obj<'_, Socket>) {
 
 /// Queues a slot key in the backlog (its `queued` just set) and wakes the set.
 fn push(k: u64) {
-    lock(&BACKLOG).push(k);
+    if let Some(sh) = set::shared() {
+        lock(&sh.backlog).push(k);
+    }
     if let Some(set) = set::get() {
         epoll::kick(set.efd);
     }

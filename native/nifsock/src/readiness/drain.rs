@@ -7,7 +7,6 @@ use std::sync::OnceLock;
 use rustler::sys::ErlNifPid;
 use rustler::{Encoder, Env, Term};
 
-use super::arm::BACKLOG;
 use super::set::{self, lock, EFD_KEY};
 use crate::atoms;
 use crate::socket::{Active, Phase, Socket};
@@ -15,8 +14,7 @@ use crate::sys::driver::{self, Hooks};
 use crate::sys::env::EnvRef;
 use crate::sys::epoll;
 use crate::sys::msg::MsgEnv;
-use crate::sys::resource::{Kept, Obj};
-use crate::sys::setres;
+use crate::sys::resource::{self, Kept, Obj};
 
 /// Most events one drain serves, and most backlog entries: with each
 /// delivery bounded by its read bound, one drain's work is bounded, so a
@@ -42,10 +40,14 @@ static HOOKS: Hooks = Hooks {
     stop: set::on_port_stop,
 };
 
-/// Installs the driver hooks and the active delivery (from the NIF's `load`).
-pub fn install(deliver: Deliver) {
+/// Installs the driver hooks and the active delivery, and makes (or, in an
+/// upgrade, finds) the shared state (from the NIF's `load` or `upgrade`).
+/// False if the state can't be kept.
+pub fn install(deliver: Deliver) -> bool {
     let _ = DELIVER.set(deliver);
+    let ok = set::init();
     driver::set_hooks(&HOOKS);
+    ok
 }
 
 /// Where a drain's messages are built and how they are sent.
@@ -74,7 +76,7 @@ impl Out<'_> {
 pub fn pump_drain<'a>(env: Env<'a>, pump: &ErlNifPid, msg: Term<'a>) -> bool {
     let Some(set) = set::get() else { return false };
     drain_with(Some(env));
-    setres::arm(env, set.epfd, pump, msg)
+    resource::arm_set(env, set.epfd, pump, msg)
 }
 
 /// `ready_input`: serves at most [`BATCH`] events, then at most [`BATCH`]
@@ -87,13 +89,15 @@ fn drain_with(caller: Option<Env>) {
     let Some(set) = set::get() else { return };
     let Some(menv) = MsgEnv::new() else { return };
     let out = Out { menv, caller };
-    let (backlog, left) = {
-        let mut b = lock(&BACKLOG);
-        let n = b.len().min(BATCH);
-        let rest = b.split_off(n);
-        let head = std::mem::replace(&mut *b, rest);
-        (head, !b.is_empty())
-    };
+    let (backlog, left) = set::shared()
+        .map(|sh| {
+            let mut b = lock(&sh.backlog);
+            let n = b.len().min(BATCH);
+            let rest = b.split_off(n);
+            let head = std::mem::replace(&mut *b, rest);
+            (head, !b.is_empty())
+        })
+        .unwrap_or_default();
     if left {
         epoll::kick(set.efd);
     }
@@ -148,7 +152,9 @@ fn defer(kept: &Kept<Socket>, hup: bool) {
 
 /// A backlog entry the drain has no budget left for.
 fn requeue(k: u64) {
-    lock(&BACKLOG).push(k);
+    if let Some(sh) = set::shared() {
+        lock(&sh.backlog).push(k);
+    }
     if let Some(set) = set::get() {
         epoll::kick(set.efd);
     }

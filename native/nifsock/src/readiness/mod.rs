@@ -35,4 +35,4 @@ mod set;
 
 pub use arm::{arm, cancel, defer_armed, hup, rearm_direct, registered, unregister, Arm};
 pub use drain::{install, pump_drain, Out};
-pub use set::{enabled, set_pump};
+pub use set::{enabled, set_pump, shared_size};

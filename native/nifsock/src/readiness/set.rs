@@ -1,10 +1,15 @@
 //! The epoll set, the source's mode, and the generation-tagged slot table.
+//!
+//! They live in one [`Shared`] value kept in the block `sys::carry` hands
+//! from library to library: after an upgrade the new copy's code serves the
+//! same set, slots and backlog (the sockets registered there keep their keys).
 
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::socket::Socket;
+use crate::sys::carry;
 use crate::sys::epoll;
 use crate::sys::resource::{Kept, Obj};
 use crate::sys::syscall;
@@ -25,9 +30,33 @@ struct Table {
     free: Vec<u32>,
 }
 
-static SET: OnceLock<Set> = OnceLock::new();
-/// Which source is on: [`OFF`], [`DRIVER`] or [`PUMP`].
-static MODE: AtomicU8 = AtomicU8::new(OFF);
+/// The readiness layer's state, shared by every library generation.
+#[derive(Default)]
+pub(super) struct Shared {
+    set: OnceLock<Set>,
+    /// Which source is on: [`OFF`], [`DRIVER`] or [`PUMP`].
+    mode: AtomicU8,
+    table: Mutex<Table>,
+    /// Slot keys whose delivery stopped at its read bound: served by the next drain.
+    pub(super) backlog: Mutex<Vec<u64>>,
+}
+
+/// The size of the shared state, for the upgrade fingerprint.
+pub fn shared_size() -> usize {
+    std::mem::size_of::<Shared>()
+}
+
+/// Makes the shared state (or finds the old library's); from load/upgrade.
+static SHARED: carry::Named<Shared> = carry::Named::new("readiness::Shared");
+
+pub(super) fn init() -> bool {
+    carry::init_shared(&SHARED)
+}
+
+/// The shared state (None before the library's load).
+pub(super) fn shared() -> Option<&'static Shared> {
+    carry::shared(&SHARED)
+}
 /// Per-wait enif_select (the default).
 const OFF: u8 = 0;
 /// The set is selected by a driver port and drained in its `ready_input`.
@@ -35,10 +64,6 @@ const DRIVER: u8 = 1;
 /// The set's fd is enif_select'ed once per batch by a pump process, which
 /// drains it in a NIF call.
 const PUMP: u8 = 2;
-static TABLE: Mutex<Table> = Mutex::new(Table {
-    slots: Vec::new(),
-    free: Vec::new(),
-});
 
 /// The eventfd's key in the set (no slot has it: indices are < 2^32 - 1).
 pub(super) const EFD_KEY: u64 = u64::MAX;
@@ -56,11 +81,12 @@ fn split(k: u64) -> (usize, u32) {
 }
 
 pub(super) fn get() -> Option<&'static Set> {
-    SET.get()
+    shared()?.set.get()
 }
 
 fn ensure() -> Option<&'static Set> {
-    if let Some(s) = SET.get() {
+    let sh = shared()?;
+    if let Some(s) = sh.set.get() {
         return Some(s);
     }
     let epfd = epoll::create().ok()?;
@@ -74,50 +100,58 @@ fn ensure() -> Option<&'static Set> {
         syscall::close(epfd);
         return None;
     }
-    if SET.set(Set { epfd, efd }).is_err() {
+    if sh.set.set(Set { epfd, efd }).is_err() {
         // Another caller won the race; keep its set.
         syscall::close(efd);
         syscall::close(epfd);
     }
-    SET.get()
+    sh.set.get()
 }
 
 /// A driver port opened: the fd it selects for input.
 pub(super) fn on_port_start() -> Option<RawFd> {
     let set = ensure()?;
-    MODE.store(DRIVER, Ordering::Release);
+    shared()?.mode.store(DRIVER, Ordering::Release);
     Some(set.epfd)
 }
 
 /// The driver port closed: new waits go back to enif_select (sockets already
 /// in the set keep their registration; the owner of the port never exits).
 pub(super) fn on_port_stop() {
-    let _ = MODE.compare_exchange(DRIVER, OFF, Ordering::AcqRel, Ordering::Acquire);
+    if let Some(sh) = shared() {
+        let _ = sh
+            .mode
+            .compare_exchange(DRIVER, OFF, Ordering::AcqRel, Ordering::Acquire);
+    }
 }
 
 /// Whether a set-based source is on.
 pub fn enabled() -> bool {
-    MODE.load(Ordering::Acquire) != OFF
+    shared().is_some_and(|sh| sh.mode.load(Ordering::Acquire) != OFF)
 }
 
 /// Turns the pump source on (or, with false, off). False if the set can't be made.
 pub fn set_pump(on: bool) -> bool {
+    let Some(sh) = shared() else { return false };
     if !on {
-        let _ = MODE.compare_exchange(PUMP, OFF, Ordering::AcqRel, Ordering::Acquire);
+        let _ = sh
+            .mode
+            .compare_exchange(PUMP, OFF, Ordering::AcqRel, Ordering::Acquire);
         return true;
     }
     if ensure().is_none() {
         return false;
     }
-    MODE.store(PUMP, Ordering::Release);
+    sh.mode.store(PUMP, Ordering::Release);
     true
 }
 
 /// Adds `fd` to the set under a fresh slot holding a reference to `obj`.
 pub(super) fn register(obj: Obj<'_, Socket>, fd: RawFd) -> Option<u64> {
-    let set = SET.get()?;
+    let sh = shared()?;
+    let set = sh.set.get()?;
     let k = {
-        let mut t = lock(&TABLE);
+        let mut t = lock(&sh.table);
         let idx = match t.free.pop() {
             Some(i) => i,
             None => {
@@ -144,7 +178,7 @@ pub(super) fn register(obj: Obj<'_, Socket>, fd: RawFd) -> Option<u64> {
 /// caller to drop once it holds no socket lock.
 pub(super) fn free_slot(k: u64) -> Option<Kept<Socket>> {
     let (idx, gen) = split(k);
-    let mut t = lock(&TABLE);
+    let mut t = lock(&shared()?.table);
     let slot = t.slots.get_mut(idx)?;
     if slot.gen != gen {
         return None;
@@ -160,7 +194,7 @@ pub(super) fn free_slot(k: u64) -> Option<Kept<Socket>> {
 /// The socket of slot key `k`, if the slot still has that generation.
 pub(super) fn lookup(k: u64) -> Option<Kept<Socket>> {
     let (idx, gen) = split(k);
-    let t = lock(&TABLE);
+    let t = lock(&shared()?.table);
     let slot = t.slots.get(idx)?;
     if slot.gen != gen {
         return None;

@@ -29,6 +29,17 @@ pub use tcp::{Active, Tags, TcpOpts};
 pub mod rd;
 mod tcp;
 
+/// The layout version of what a socket resource object holds. An upgrade
+/// runs the new library's code on objects the old one allocated, so a build
+/// refuses to take over from one with another version (with the rustc
+/// version and the size, this makes the fingerprint in lib.rs). Bump it with
+/// any change to a type stored in a `Socket` (here, `tcp.rs`, `rd.rs`, and the
+/// `core`/`sys` types they embed) or to the meaning of a field, and with any
+/// change to what an upgrade carries over: the slot order of `stats`, the
+/// readiness `Shared` state (`readiness/set.rs`), `sys::carry::Carry`, or the
+/// driver's `Hooks`.
+pub const LAYOUT: u32 = 1;
+
 /// Lifecycle of a socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {

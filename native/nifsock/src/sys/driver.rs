@@ -13,6 +13,8 @@ use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
+use super::carry;
+
 type ErlDrvData = *mut c_void;
 type ErlDrvEvent = *mut c_void;
 type ErlDrvPort = *mut c_void;
@@ -91,16 +93,56 @@ pub struct Hooks {
     pub stop: fn(),
 }
 
+/// The hooks this copy's driver forwards to: this copy's own, or, once a
+/// newer copy of the library was loaded by an upgrade while this copy's driver
+/// runs the readiness port, the newer copy's (so the port is served by the
+/// new code).
 static HOOKS: AtomicPtr<Hooks> = AtomicPtr::new(std::ptr::null_mut());
 
-/// Sets the hooks the driver forwards to (before the driver is loaded).
+fn hooks_cell() -> *mut c_void {
+    std::ptr::addr_of!(HOOKS).cast_mut().cast()
+}
+
+/// Sets the hooks the driver forwards to (from the NIF's load or upgrade,
+/// before any port of this copy starts), and points the running port's
+/// driver, if another copy runs it, at them too.
 pub fn set_hooks(h: &'static Hooks) {
-    HOOKS.store(std::ptr::from_ref(h).cast_mut(), Ordering::Release);
+    let h = std::ptr::from_ref(h).cast_mut();
+    HOOKS.store(h, Ordering::Release);
+    let port = carry::current().port_hooks.load(Ordering::Acquire);
+    if !port.is_null() && port != hooks_cell() {
+        // SAFETY: port_hooks is the HOOKS static of the copy whose driver runs
+        // the port (set by its drv_start, cleared by its drv_stop before the
+        // driver can be unloaded), so it is mapped; it is an AtomicPtr<Hooks>,
+        // written atomically, and every copy sharing the block has this layout.
+        unsafe { &*port.cast::<AtomicPtr<Hooks>>() }.store(h, Ordering::Release);
+    }
+}
+
+/// This copy's code is about to be unmapped: a port driver of another copy
+/// forwarding to this copy's hooks forwards to nothing from now on (an
+/// upgrade's new copy has already pointed it at its own).
+pub fn retire() {
+    let mine = HOOKS.load(Ordering::Acquire);
+    let port = carry::current().port_hooks.load(Ordering::Acquire);
+    if mine.is_null() || port.is_null() || port == hooks_cell() {
+        return;
+    }
+    // SAFETY: as in set_hooks.
+    let cell = unsafe { &*port.cast::<AtomicPtr<Hooks>>() };
+    let _ = cell.compare_exchange(
+        mine,
+        std::ptr::null_mut(),
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    );
 }
 
 fn hooks() -> Option<&'static Hooks> {
     let h = HOOKS.load(Ordering::Acquire);
-    // SAFETY: only ever set from a `&'static Hooks` in `set_hooks`.
+    // SAFETY: only ever set from a `&'static Hooks` of this copy (`set_hooks`)
+    // or of a newer copy (its `set_hooks`), which takes it back in `retire`
+    // before its code is unmapped.
     unsafe { h.as_ref() }
 }
 
@@ -129,6 +171,10 @@ unsafe extern "C" fn drv_start(port: ErlDrvPort, _cmd: *mut c_char) -> ErlDrvDat
     if r != 0 {
         return -1isize as ErlDrvData;
     }
+    // An upgrade's new copy points this copy's hooks at its own.
+    carry::current()
+        .port_hooks
+        .store(hooks_cell(), Ordering::Release);
     Box::into_raw(Box::new(PortData { port, fd })).cast()
 }
 
@@ -141,6 +187,12 @@ unsafe extern "C" fn drv_stop(data: ErlDrvData) {
     // SAFETY: the port is still valid during its stop callback; USE off makes
     // ERTS call stop_select (a no-op: the fd outlives the port).
     unsafe { driver_select(pd.port, event_of(pd.fd), ERL_DRV_READ | ERL_DRV_USE, 0) };
+    let _ = carry::current().port_hooks.compare_exchange(
+        hooks_cell(),
+        std::ptr::null_mut(),
+        Ordering::AcqRel,
+        Ordering::Acquire,
+    );
     let _ = std::panic::catch_unwind(|| {
         if let Some(h) = hooks() {
             (h.stop)();

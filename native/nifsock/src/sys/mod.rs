@@ -5,7 +5,9 @@
 //! Each public function here is safe to call; the `unsafe` blocks inside carry
 //! a `// SAFETY:` comment saying why the call is sound.
 
+pub mod carry;
 pub mod driver;
+pub mod entry;
 pub mod env;
 pub mod epoll;
 pub mod handles;
@@ -13,5 +15,4 @@ pub mod iovec;
 pub mod msg;
 pub mod resource;
 pub mod select;
-pub mod setres;
 pub mod syscall;

@@ -8,6 +8,9 @@
 //! borrows an fd: it is only made from a decoded term (living as long as the
 //! term), inside a callback (living for the callback), or from an [`Owned`]
 //! reference (living as long as the borrow of it).
+//!
+//! Also the readiness set's own resource (`register_set`, `arm_set`), the one
+//! object the pump source's `enif_select` on the set's fd needs.
 
 use std::ffi::{c_int, c_void, CStr};
 use std::marker::PhantomData;
@@ -15,14 +18,17 @@ use std::mem::{align_of, size_of};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
+use std::os::fd::RawFd;
+
 use rustler::sys::{
     enif_alloc_resource, enif_get_resource, enif_init_resource_type, enif_keep_resource,
-    enif_make_resource, enif_release_resource, ErlNifEnv, ErlNifEvent, ErlNifMonitor, ErlNifPid,
-    ErlNifResourceDown, ErlNifResourceDtor, ErlNifResourceFlags, ErlNifResourceStop,
-    ErlNifResourceType, ErlNifResourceTypeInit,
+    enif_make_resource, enif_release_resource, enif_select_x, ErlNifEnv, ErlNifEvent,
+    ErlNifMonitor, ErlNifPid, ErlNifResourceDown, ErlNifResourceDtor, ErlNifResourceFlags,
+    ErlNifResourceStop, ErlNifResourceType, ErlNifResourceTypeInit, ERL_NIF_SELECT_READ,
 };
 use rustler::{Env, Term};
 
+use super::carry;
 use super::env::EnvRef;
 
 /// Where a kind's registered resource type is kept; reset by every `load` (a
@@ -68,15 +74,9 @@ type InitResourceTypeFn = unsafe extern "C" fn(
     *mut c_int,
 ) -> *const ErlNifResourceType;
 
-/// Registers (or takes over) the resource type of `T`. Returns false on failure.
-pub fn register<T: Kind>(env: Env) -> bool {
-    let init = ErlNifResourceTypeInit {
-        dtor: dtor_trampoline::<T> as *const ErlNifResourceDtor,
-        stop: stop_trampoline::<T> as *const ErlNifResourceStop,
-        down: down_trampoline::<T> as *const ErlNifResourceDown,
-        members: 3,
-        dyncall: ptr::null(),
-    };
+/// Opens (or, in an upgrade, takes over) the resource type `name` with the
+/// callbacks of `init`: null on failure. From `load` or `upgrade` only.
+fn open_type(env: Env, name: &CStr, init: &ErlNifResourceTypeInit) -> *mut ErlNifResourceType {
     let mut tried: c_int = 0;
     // SAFETY: enif_init_resource_type has this exact C signature except that its
     // flags parameters are `ErlNifResourceFlags` (a C enum, ABI int); transmuting
@@ -93,18 +93,33 @@ pub fn register<T: Kind>(env: Env) -> bool {
             InitResourceTypeFn,
         >(enif_init_resource_type)
     };
-    // SAFETY: called from `load` with its env; the name is a NUL-terminated static
-    // string and `init` outlives the call (ERTS copies it).
+    // SAFETY: called from `load` or `upgrade` with its env; the name is a
+    // NUL-terminated static string and `init` outlives the call (ERTS copies
+    // it). With TAKEOVER, ERTS gives the existing type of this name (objects
+    // the old library made included) this library's callbacks.
     let rt = unsafe {
         init_fn(
             env.as_c_arg(),
-            T::NAME.as_ptr(),
-            &init,
+            name.as_ptr(),
+            init,
             ERL_NIF_RT_CREATE | ERL_NIF_RT_TAKEOVER,
             &mut tried,
         )
     };
-    T::slot().0.store(rt.cast_mut(), Ordering::Release);
+    rt.cast_mut()
+}
+
+/// Registers (or takes over) the resource type of `T`. Returns false on failure.
+pub fn register<T: Kind>(env: Env) -> bool {
+    let init = ErlNifResourceTypeInit {
+        dtor: dtor_trampoline::<T> as *const ErlNifResourceDtor,
+        stop: stop_trampoline::<T> as *const ErlNifResourceStop,
+        down: down_trampoline::<T> as *const ErlNifResourceDown,
+        members: 3,
+        dyncall: ptr::null(),
+    };
+    let rt = open_type(env, T::NAME, &init);
+    T::slot().0.store(rt, Ordering::Release);
     !rt.is_null()
 }
 
@@ -366,4 +381,79 @@ unsafe extern "C" fn down_trampoline<T: Kind>(
             mon,
         );
     }));
+}
+
+// The resource `enif_select` needs for the readiness set's own fd (the pump
+// readiness source): a type with a no-op stop callback, one object, never
+// released (the set lives as long as the library), kept in the block an
+// upgrade carries over (ERTS refuses a select on the fd with another object).
+
+static SET_TYPE: TypeSlot = TypeSlot::new();
+
+const SELECT_CUSTOM_MSG: c_int = 16;
+
+unsafe extern "C" fn noop_dtor(_env: *mut ErlNifEnv, _obj: *mut c_void) {}
+
+unsafe extern "C" fn noop_stop(
+    _env: *mut ErlNifEnv,
+    _obj: *mut c_void,
+    _e: ErlNifEvent,
+    _d: c_int,
+) {
+}
+
+/// Registers (or takes over) the set's resource type; from `load` or `upgrade`.
+pub fn register_set(env: Env) -> bool {
+    let init = ErlNifResourceTypeInit {
+        dtor: noop_dtor as *const ErlNifResourceDtor,
+        stop: noop_stop as *const ErlNifResourceStop,
+        down: ptr::null(),
+        members: 2,
+        dyncall: ptr::null(),
+    };
+    let rt = open_type(env, c"nifsock_rdset", &init);
+    SET_TYPE.0.store(rt, Ordering::Release);
+    !rt.is_null()
+}
+
+fn set_obj() -> Option<*mut c_void> {
+    let slot = &carry::current().set_obj;
+    let o = slot.load(Ordering::Acquire);
+    if !o.is_null() {
+        return Some(o);
+    }
+    let rt = SET_TYPE.get();
+    if rt.is_null() {
+        return None;
+    }
+    // SAFETY: rt is a registered type; 1 byte is a valid size. The reference is
+    // never released: the object lives as long as the library.
+    let fresh = unsafe { enif_alloc_resource(rt, 1) };
+    if fresh.is_null() {
+        return None;
+    }
+    match slot.compare_exchange(ptr::null_mut(), fresh, Ordering::AcqRel, Ordering::Acquire) {
+        Ok(_) => Some(fresh),
+        // Lost a race: keep the winner's (the loser's object leaks, once).
+        Err(winner) => Some(winner),
+    }
+}
+
+/// One-shot READ select on the readiness set's fd for `pid` with `msg` (in `env`).
+pub fn arm_set(env: Env, fd: RawFd, pid: &ErlNifPid, msg: Term) -> bool {
+    let Some(o) = set_obj() else { return false };
+    // SAFETY: env is the calling process's env and msg lives in it; o is a live
+    // object of a type with a stop callback; fd is the set's open epoll fd.
+    let r = unsafe {
+        enif_select_x(
+            env.as_c_arg(),
+            fd,
+            ERL_NIF_SELECT_READ | SELECT_CUSTOM_MSG,
+            o,
+            pid,
+            msg.as_c_arg(),
+            ptr::null_mut(),
+        )
+    };
+    r >= 0
 }

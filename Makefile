@@ -23,11 +23,12 @@ test-erlang: build
 	rebar3 xref
 	rebar3 dialyzer
 
-# Every suite again over each opt-in readiness path (nifsock_readiness: the
-# app env key `readiness'; test-erlang ran the default, select). ERL_FLAGS
-# reaches the CT node and the peer nodes the suites start.
+# Every suite again over the other readiness paths (nifsock_readiness: the
+# app env key `readiness'; test-erlang ran the default, driver): select, the
+# fallback, and pump. ERL_FLAGS reaches the CT node and the peer nodes the
+# suites start.
 test-readiness: build
-	ERL_FLAGS="-nifsock readiness driver" rebar3 ct --sname nifsock_ct_driver
+	ERL_FLAGS="-nifsock readiness select" rebar3 ct --sname nifsock_ct_select
 	ERL_FLAGS="-nifsock readiness pump" rebar3 ct --sname nifsock_ct_pump
 
 test-elixir: setup

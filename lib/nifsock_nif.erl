@@ -42,7 +42,8 @@ load() ->
     %% the loaded one: see "Upgrades" in the README.
     case erlang:load_nif(filename:join(Dir, "libnifsock"), 0) of
         ok ->
-            %% The readiness source is opt-in (application env `readiness').
+            %% The readiness source (application env `readiness', see
+            %% nifsock_readiness): the driver path unless configured otherwise.
             nifsock_readiness:on_load();
         {error, {upgrade, Text}} = Error ->
             logger:error("nifsock: the NIF library was not upgraded: ~ts (~ts)",

@@ -1,23 +1,25 @@
-%% @doc Choosing nifsock's readiness source (prototype, issue 13).
+%% @doc Choosing nifsock's readiness source.
 %%
 %% The application environment key `readiness' picks how a waiting socket
 %% learns it is readable:
 %%
 %% <ul>
-%% <li>`select' (the default): one `enif_select' per wait, as before.</li>
-%% <li>`driver': the socket's fd is added once to nifsock's own epoll set,
+%% <li>`driver' (the default on Linux): the socket's fd is added once to
+%%   nifsock's own epoll set,
 %%   and a port of a small driver in the same library (`libnifsock', loaded
 %%   with `erl_ddll') keeps that set selected in ERTS, so the schedulers poll
 %%   it; its `ready_input' tells passive waiters and delivers `nifsock_tcp'
 %%   active data to the owner directly. Reads only; writes and connects keep
 %%   `enif_select'.</li>
 %% <li>`pump': the same set, but its fd is `enif_select'ed once per batch by
-%%   a pump process that drains it in a NIF call (the fallback the issue
-%%   names, for where the driver path is not available).</li>
+%%   a pump process that drains it in a NIF call.</li>
+%% <li>`select' (the fallback, and the default off Linux): one
+%%   `enif_select' per wait.</li>
 %% </ul>
 %%
-%% The `driver' path starts when the NIF loads with the key set, or on
-%% `start/0'. It is a prototype: see doc/readiness-research.md.
+%% The source starts when the NIF loads, or on `start/0'; if the driver
+%% cannot be started, a warning is logged and waits use `enif_select'.
+%% Measurements and limits: doc/readiness-research.md.
 -module(nifsock_readiness).
 
 -export([mode/0, start/0, stop/0, on_load/0]).
@@ -34,13 +36,20 @@ mode() ->
     case application:get_env(nifsock, readiness) of
         {ok, driver} -> driver;
         {ok, pump} -> pump;
+        {ok, select} -> select;
+        _ -> default()
+    end.
+
+%% The epoll set is Linux's.
+default() ->
+    case os:type() of
+        {unix, linux} -> driver;
         _ -> select
     end.
 
 %% @private
 %% @doc Called by `nifsock_nif''s on_load once the NIF is loaded: starts the
-%% driver path, before any socket exists, when the application environment
-%% asks for it.
+%% configured source, before any socket exists.
 -spec on_load() -> ok.
 on_load() ->
     case mode() of

@@ -1,7 +1,7 @@
-%%% Key cases on nifsock's opt-in readiness source, the `driver' path
-%%% (application env `readiness', see nifsock_readiness): run in a peer node
-%%% started with `-nifsock readiness driver' and `+S 1:1', so this node (and
-%%% every other suite) keeps the default per-wait enif_select path.
+%%% Key cases on nifsock's readiness source, the `driver' path (the default;
+%%% application env `readiness', see nifsock_readiness): run in a peer node
+%%% started with `-nifsock readiness driver' and `+S 1:1', whatever path the
+%%% rest of the run uses.
 %%%
 %%% Each case runs its body in the peer twice: in group `reference' over
 %%% OTP's `socket' / `gen_tcp' (which proves the expectations) and in group
@@ -11,8 +11,8 @@
 %%% data is written, then the socket is closed (or its owner killed) before the
 %%% test process yields; a witness socket written last proves the batch ran.
 %%%
-%%% `make test-readiness' runs every suite on each path with
-%%% `ERL_FLAGS="-nifsock readiness driver" rebar3 ct' (and `pump').
+%%% `make test-readiness' runs every suite on the other paths with
+%%% `ERL_FLAGS="-nifsock readiness select" rebar3 ct' (and `pump').
 -module(nifsock_readiness_SUITE).
 
 -include_lib("common_test/include/ct.hrl").

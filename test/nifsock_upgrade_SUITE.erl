@@ -42,12 +42,19 @@ init_per_group(nifsock, Config) -> [{mods, {nifsock, nifsock_tcp}} | Config].
 
 end_per_group(_, _Config) -> ok.
 
-init_per_testcase(_Case, Config) ->
-    %% ERL_FLAGS cleared: this suite chooses the readiness path per case
-    %% (the default in most, pump and driver in their own cases), so the path
-    %% `make test-readiness' sets for the whole run must not reach the peer.
+init_per_testcase(Case, Config) ->
+    %% This suite chooses the readiness path per case: select in the generic
+    %% cases (the driver path keeps the old file mapped, see
+    %% upgrade_readiness_driver_carried_over), pump and driver in their own.
+    %% ERL_FLAGS is cleared so the path `make test-readiness' sets for the
+    %% whole run does not reach the peer.
+    Args = case atom_to_list(Case) of
+               "upgrade_readiness_" ++ _ -> [];
+               _ -> ["-nifsock", "readiness", "select"]
+           end,
     {Peer, _} = nifsock_test_lib:start_peer(#{connection => standard_io,
-                                              env => [{"ERL_FLAGS", ""}]}),
+                                              env => [{"ERL_FLAGS", ""}],
+                                              args => Args}),
     Dir = filename:join(?config(priv_dir, Config),
                         "upgrade_" ++ integer_to_list(erlang:unique_integer([positive]))),
     [{peer, Peer}, {copy_dir, Dir} | Config].

@@ -1,4 +1,5 @@
-%% @doc bench_backend adapter for `nifsock' (mirrors OTP's socket module).
+%% @doc bench_backend adapter for `nifsock' (mirrors OTP's socket module), on the
+%% default readiness path.
 -module(bench_backend_nifsock).
 -behaviour(bench_backend).
 -define(SOCK, nifsock).

@@ -73,7 +73,8 @@ config(Opts) ->
 %% TLS workload runs (full mode, or --workloads naming one); only they run
 %% when every workload is a TLS one.
 default_backends(Full, Workloads) ->
-    Plain = "nifsock,socket,gen_tcp,gen_tcp_active,nifsock_tcp_active_n,gen_tcp_active_n",
+    Plain = "nifsock,socket,gen_tcp,gen_tcp_active,nifsock_tcp_active_n,gen_tcp_active_n,"
+        "nifsock_sel,nifsock_tcp_sel_active_n",
     Tls = "nifsock_tcp_ssl,gen_tcp_ssl",
     IsTls = [lists:prefix("tls_", W) || W <- string:lexemes(Workloads, ",")],
     case {lists:all(fun(X) -> X end, IsTls), Full orelse lists:member(true, IsTls)} of

@@ -17,16 +17,7 @@ available() ->
         Err -> {error, Err}
     end.
 
-%% Backends defining READINESS run nifsock with that readiness source
-%% (application env `readiness', see nifsock_readiness).
--ifdef(READINESS).
-readiness() ->
-    _ = application:load(nifsock),
-    ok = application:set_env(nifsock, readiness, ?READINESS),
-    nifsock_readiness:start().
--else.
-readiness() -> ok.
--endif.
+-include("bench_readiness.hrl").
 
 listen(Port, Opts) ->
     {ok, L} = ?SOCK:open(inet, stream, tcp),

@@ -23,8 +23,8 @@
 //!   (the close protocol, the linger rule, `close_fd`), `closer` (the closer
 //!   thread), `callbacks` (ERTS stop, down = owner death, dtor), `notice`
 //!   (select/abort messages), `ctx`.
-//! - `readiness/`: the opt-in readiness source (application env `readiness`:
-//!   `driver` or `pump`; off by default): nifsock's own epoll set with
+//! - `readiness/`: the readiness source (application env `readiness`:
+//!   `driver`, the default on Linux, or `pump`; off with `select`): nifsock's own epoll set with
 //!   generation-tagged slots (`set`), the per-socket read arm (`arm`) that
 //!   `lifecycle` calls, and the batch (`drain`), which serves active sockets
 //!   through the delivery `ops::tcp::active` hands it at load (the one call

@@ -1,6 +1,6 @@
-//! nifsock's own readiness source (issue 13; opt-in, application env
-//! `readiness`: `driver` or `pump`; the default `select` leaves this layer
-//! off and every wait is one `enif_select`, as before).
+//! nifsock's own readiness source (application env `readiness`: `driver`,
+//! the default on Linux, or `pump`; `select` leaves this layer off and every
+//! wait is one `enif_select`).
 //!
 //! * **Register once** (`set`). The first read wait of a socket adds its fd
 //!   to one process-wide epoll set, edge-triggered (`EPOLLIN | EPOLLRDHUP |

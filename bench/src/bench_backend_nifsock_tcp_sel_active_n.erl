@@ -1,0 +1,13 @@
+%% @doc bench_backend adapter for `nifsock_tcp' with {active, N} (N = 100)
+%% on the fallback readiness path, one `enif_select' per wait
+%% (application env `readiness' = `select').
+-module(bench_backend_nifsock_tcp_sel_active_n).
+-behaviour(bench_backend).
+-define(TCP, nifsock_tcp).
+-define(SETOPTS, nifsock_tcp:setopts).
+-define(DATA, nifsock).
+-define(CLOSED, nifsock_closed).
+-define(ERROR, nifsock_error).
+-define(PASSIVE, nifsock_passive).
+-define(READINESS, select).
+-include("bench_active_n.hrl").

@@ -152,8 +152,8 @@ connect(Address, Port, Opts) ->
 connect(Address, Port, Opts, Timeout)
   when is_list(Opts), Timeout =:= infinity orelse is_integer(Timeout) andalso Timeout >= 0 ->
     is_port_number(Port) orelse exit(badarg),
-    P0 = local_address(Address,
-                       parse_or_exit(defaults(inet_default_connect_options) ++ Opts, #{}), Opts),
+    P0 = address_family(Address,
+                        parse_or_exit(defaults(inet_default_connect_options) ++ Opts, #{}), Opts),
     case resolve(Address, maps:get(domain, P0), [Address, Port, Opts, Timeout]) of
         {ok, IP} ->
             #{domain := Domain} = P0,
@@ -181,13 +181,23 @@ connect_to(P0, IP, Remote, Timeout) ->
         end
     end).
 
-%% As gen_tcp: `{local, Path}' is a unix address whether or not the options
-%% say `local' (inet or inet6 with it exits with badarg).
-local_address({local, _}, P, Opts) ->
+%% As gen_tcp, the address gives the family: `{local, Path}' is a unix
+%% address whether or not the options say `local' (inet or inet6 with it exits
+%% with badarg), an address tuple is inet or inet6 (another family option:
+%% `eafnosupport').
+address_family({local, _}, P, Opts) ->
     lists:any(fun(O) -> O =:= inet orelse O =:= inet6 end, Opts) andalso exit(badarg),
     P#{domain => local};
-local_address(_Address, P, _Opts) ->
+address_family(IP, P, _Opts) when is_tuple(IP) ->
+    case inet:is_ip_address(IP) of
+        true -> family_of(P, ip_family(IP));
+        false -> P
+    end;
+address_family(_Address, P, _Opts) ->
     P.
+
+ip_family(IP) when tuple_size(IP) =:= 4 -> inet;
+ip_family(IP) when tuple_size(IP) =:= 8 -> inet6.
 
 %% A `socket:sockaddr_in() | sockaddr_in6()' map's family, address and port
 %% (false if it is none).
@@ -654,7 +664,19 @@ parse([], #{ifaddr := SA} = P) ->
     %% the sockaddr map's family is the socket's, unless an option said another
     P1 = family_of(maps:remove(ifaddr, P), maps:get(family, SA)),
     parse([], P1#{ifaddr_map => SA});
-parse([], P) ->
+parse([], P0) ->
+    %% as gen_tcp, {ip, Tuple} gives the family (another family option: badarg)
+    P = case P0 of
+            #{ip := IP} when is_tuple(IP) ->
+                case inet:is_ip_address(IP) andalso ip_family(IP) of
+                    false -> P0;
+                    F when map_get(family_set, P0), map_get(domain, P0) =/= F ->
+                        erlang:error({invalid_option, {ip, IP}});
+                    F -> P0#{domain => F}
+                end;
+            _ ->
+                P0
+        end,
     P#{domain => maps:get(domain, P, inet), sockopts => lists:reverse(maps:get(sockopts, P, []))};
 parse([Opt | Rest], P) ->
     parse(Rest, parse_one(check(Opt), P)).

@@ -121,6 +121,7 @@
          tcp_ifaddr_sockaddr_map/1,
          tcp_local_address_forms/1,
          tcp_kernel_default_options/1,
+         tcp_address_tuple_family/1,
          tcp_kernel_accept_inheritance/1]).
 
 -define(T, 5000).         % bound for anything that should happen "now"
@@ -245,7 +246,8 @@ cases() ->
      tcp_tclass_inet6,
      tcp_ifaddr_sockaddr_map,
      tcp_local_address_forms,
-     tcp_kernel_default_options].
+     tcp_kernel_default_options,
+     tcp_address_tuple_family].
 
 init_per_suite(Config) ->
     case code:ensure_loaded(nifsock_tcp) of
@@ -2308,6 +2310,33 @@ tcp_kernel_default_options(Config) ->
          end || {K, V} <- Saved]
     end,
     ok.
+
+%% As gen_tcp, an address tuple gives the family: {ip, IPv6} listens and an IPv6 address connects without inet6; a family option that contradicts the peer's address is eafnosupport, the {ip, _} option's badarg.
+tcp_address_tuple_family(Config) ->
+    M = mod(Config),
+    Loop6 = {0, 0, 0, 0, 0, 0, 0, 1},
+    case has_inet6_loopback() of
+        true ->
+            {ok, L} = M:listen(0, [{ip, Loop6}, binary, {active, false}]),
+            {ok, {Loop6, Port}} = sockname(Config, L),
+            {ok, C} = M:connect(Loop6, Port, [binary, {active, false}]),
+            {ok, S} = M:accept(L, ?T),
+            {ok, {Loop6, _}} = sockname(Config, C),
+            ok = M:send(C, <<"v6">>),
+            {ok, <<"v6">>} = M:recv(S, 2, ?T),
+            {error, eafnosupport} = M:connect(Loop6, Port, [inet]),
+            {'EXIT', badarg} = catch M:listen(0, [inet, {ip, Loop6}]),
+            {'EXIT', badarg} = catch M:listen(0, [inet6, {ip, {127, 0, 0, 1}}]),
+            {L4, P4} = listen_any(Config, [{ip, {127, 0, 0, 1}}]),
+            {error, eafnosupport} = M:connect({127, 0, 0, 1}, P4, [inet6]),
+            close_all(M, [C, S, L, L4]);
+        false ->
+            {skip, no_ipv6_loopback}
+    end.
+
+listen_any(Config, Opts) ->
+    {ok, L} = (mod(Config)):listen(0, Opts),
+    {L, port(Config, L)}.
 
 has_inet6_loopback() ->
     case gen_tcp:listen(0, [inet6, {ip, {0, 0, 0, 0, 0, 0, 0, 1}}]) of

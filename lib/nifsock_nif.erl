@@ -6,7 +6,7 @@
 
 -export([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
          recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
-         setopt/4, getopt/3, sockname/1, peername/1, cancel/3,
+         setopt/4, getopt/3, tcp_getopt_raw/4, sockname/1, peername/1, cancel/3,
          controlling_process/2, info/1, stats/0,
          tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/7,
          tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
@@ -16,7 +16,7 @@
 
 -nifs([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
        recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
-       setopt/4, getopt/3, sockname/1, peername/1, cancel/3,
+       setopt/4, getopt/3, tcp_getopt_raw/4, sockname/1, peername/1, cancel/3,
        controlling_process/2, info/1, stats/0,
          tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/7,
          tcp_send_info/1, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
@@ -112,6 +112,9 @@ setopt(_S, _Level, _Name, _Value) -> erlang:nif_error(nif_not_loaded).
 
 -spec getopt(sock(), term(), term()) -> {ok, term()} | {error, term()}.
 getopt(_S, _Level, _Name) -> erlang:nif_error(nif_not_loaded).
+
+-spec tcp_getopt_raw(sock(), integer(), integer(), binary()) -> {ok, binary()} | {error, term()}.
+tcp_getopt_raw(_S, _Level, _Name, _Init) -> erlang:nif_error(nif_not_loaded).
 
 -spec sockname(sock()) -> {ok, map()} | {error, term()}.
 sockname(_S) -> erlang:nif_error(nif_not_loaded).

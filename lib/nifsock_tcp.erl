@@ -27,12 +27,12 @@
 %% `deliver'), the README ("Differences from gen_tcp") says how and why.
 -module(nifsock_tcp).
 
--export([listen/2, accept/1, accept/2, connect/3, connect/4, send/2, recv/2, recv/3,
+-export([listen/2, accept/1, accept/2, connect/2, connect/3, connect/4, send/2, recv/2, recv/3,
          close/1, shutdown/2, setopts/2, getopts/2, controlling_process/2,
          peername/1, sockname/1, port/1, getstat/1, getstat/2]).
 -export([flush_queued/2]).
 
--export_type([socket/0, option/0, tags/0]).
+-export_type([socket/0, option/0, tags/0, sockaddr/0]).
 
 -include("nifsock_internal.hrl").
 
@@ -40,8 +40,16 @@
 -define(FORMAT, [packet, packet_size, mode, send_timeout, exit_on_close, line_delimiter]).
 %% A timed-out send's rest at least this large is copied on a dirty scheduler.
 -define(DIRTY_COPY, (1024 * 1024)).
+%% The largest `{raw, _, _, Size}' getopts reads (inet_drv's limit).
+-define(RAW_GETOPT_MAX, 65522).
+-define(IS_INT32(I), (is_integer(I) andalso I >= -16#80000000 andalso I =< 16#7fffffff)).
 
 -type socket() :: nifsock:socket().
+%% gen_tcp's `socket:sockaddr_in() | socket:sockaddr_in6()' (for connect/2,3
+%% and `{ifaddr, SockAddr}').
+-type sockaddr() :: #{family := inet | inet6, addr := inet:ip_address() | any | loopback,
+                      port => inet:port_number(), flowinfo => non_neg_integer(),
+                      scope_id => non_neg_integer()}.
 %% The active-message tags: `nifsock' (the default: `{nifsock, nifsock_closed,
 %% nifsock_error, nifsock_passive}'), `gen_tcp' (`{tcp, tcp_closed, tcp_error,
 %% tcp_passive}'), or `{Data, Closed, Error, Passive}'. getopts reads the tuple.
@@ -52,7 +60,8 @@
                 | {line_delimiter, char()}
                 | {mode, binary | list} | {reuseaddr, boolean()} | {reuseport, boolean()}
                 | {nodelay, boolean()} | {keepalive, boolean()} | {backlog, integer()}
-                | {ip, inet:ip_address() | any | loopback} | {ifaddr, term()}
+                | {ip, inet:ip_address() | any | loopback}
+                | {ifaddr, inet:ip_address() | any | loopback | {local, binary() | string()} | sockaddr()}
                 | {port, inet:port_number()} | {buffer, pos_integer()}
                 | {recbuf, pos_integer()} | {sndbuf, pos_integer()}
                 | {linger, {boolean(), non_neg_integer()}} | {send_timeout, timeout()}
@@ -63,18 +72,22 @@
                 | {send_timeout_close, boolean()} | {show_econnreset, boolean()}
                 | {deliver, port | term}
                 | {tags, tags()}
-                | {ipv6_v6only, boolean()} | {nopush, boolean()}
+                | {ipv6_v6only, boolean()} | {nopush, boolean()} | {tclass, integer()}
                 | {raw, integer(), integer(), binary() | integer()} | {atom(), term()}.
 
 %%% ------------------------------------------------------------------
 %%% Connections
 
 %% @doc Listens on `Port' (0: any), as `gen_tcp:listen/2'. Default backlog 5.
-%% As gen_tcp, a bad port or option exits with `badarg'.
+%% As gen_tcp, a bad port or option exits with `badarg', the kernel
+%% application's `inet_default_listen_options' come before `Opts' (less
+%% `active'), and `{ifaddr, A}' binds to an address, a `{local, Path}' (`<<>>':
+%% an abstract autobound name, Linux) or a `socket:sockaddr_in() | sockaddr_in6()' map.
 -spec listen(inet:port_number(), [option()]) -> {ok, socket()} | {error, term()}.
 listen(Port, Opts) when is_list(Opts) ->
     is_port_number(Port) orelse exit(badarg),
-    #{domain := Domain} = P = parse_or_exit(Opts, #{port => Port}),
+    #{domain := Domain} = P =
+        parse_or_exit(defaults(inet_default_listen_options) ++ Opts, #{port => Port}),
     with_socket(Domain, P, fun(S) ->
         ok = ok(bind_addr(S, P)),
         ok = ok(nifsock:listen(S, maps:get(backlog, P, 5))),
@@ -106,42 +119,109 @@ accept_loop(L, H, Deadline) ->
             Result
     end.
 
-%% @equiv connect(Address, Port, Opts, infinity)
--spec connect(inet:socket_address() | inet:hostname(), inet:port_number(), [option()]) ->
+%% @equiv connect(SockAddr, Opts, infinity)
+-spec connect(sockaddr(), [option()]) -> {ok, socket()} | {error, term()}.
+connect(SockAddr, Opts) ->
+    connect(SockAddr, Opts, infinity).
+
+%% @doc `connect(Address, Port, Opts)' is `connect(Address, Port, Opts,
+%% infinity)'; `connect(SockAddr, Opts, Timeout)' connects to a
+%% `socket:sockaddr_in() | sockaddr_in6()' map, as gen_tcp's (OTP 24 on).
+-spec connect(inet:socket_address() | inet:hostname() | sockaddr(),
+              inet:port_number() | [option()], [option()] | timeout()) ->
           {ok, socket()} | {error, term()}.
+connect(SockAddr, Opts, Timeout) when is_map(SockAddr) ->
+    is_list(Opts) andalso (Timeout =:= infinity orelse is_integer(Timeout) andalso Timeout >= 0)
+        orelse erlang:error(badarg, [SockAddr, Opts, Timeout]),
+    case inet_sockaddr(SockAddr) of
+        {Family, IP, Port} ->
+            P = parse_or_exit(defaults(inet_default_connect_options) ++ Opts, #{}),
+            connect_to(family_of(P, Family), IP, SockAddr#{port => Port}, Timeout);
+        false ->
+            erlang:error(badarg, [SockAddr, Opts, Timeout])
+    end;
 connect(Address, Port, Opts) ->
     connect(Address, Port, Opts, infinity).
 
 %% @doc Connects, as `gen_tcp:connect/4'. As gen_tcp, a bad port, address
-%% tuple or option exits with `badarg'.
+%% tuple or option exits with `badarg', the kernel application's
+%% `inet_default_connect_options' come before `Opts' (less `active'), and a
+%% `{local, Path}' address is a unix connect (no `local' option needed).
 -spec connect(inet:socket_address() | inet:hostname(), inet:port_number(), [option()],
               timeout()) -> {ok, socket()} | {error, term()}.
 connect(Address, Port, Opts, Timeout)
   when is_list(Opts), Timeout =:= infinity orelse is_integer(Timeout) andalso Timeout >= 0 ->
     is_port_number(Port) orelse exit(badarg),
-    P0 = parse_or_exit(Opts, #{}),
+    P0 = address_family(Address,
+                        parse_or_exit(defaults(inet_default_connect_options) ++ Opts, #{}), Opts),
     case resolve(Address, maps:get(domain, P0), [Address, Port, Opts, Timeout]) of
         {ok, IP} ->
-            #{domain := Domain} = P = P0#{remote => IP},
-            with_socket(Domain, P, fun(S) ->
-                case maps:is_key(ip, P) orelse maps:is_key(port, P) of
-                    true -> ok = ok(bind_addr(S, P));
-                    false -> ok
-                end,
-                case nifsock:connect(S, sockaddr(Domain, IP, Port), Timeout) of
-                    ok ->
-                        ok = ok(set_active(S, maps:get(active, P, true))),
-                        {ok, S};
-                    {error, _} = Error ->
-                        throw(Error)
-                end
-            end);
+            #{domain := Domain} = P0,
+            connect_to(P0, IP, sockaddr(Domain, IP, Port), Timeout);
         {error, _} = Error ->
             Error
     end;
 connect(Address, Port, Opts, Timeout) ->
     erlang:error(badarg, [Address, Port, Opts, Timeout]).
 
+connect_to(P0, IP, Remote, Timeout) ->
+    #{domain := Domain} = P = P0#{remote => IP},
+    with_socket(Domain, P, fun(S) ->
+        case maps:is_key(ip, P) orelse maps:is_key(port, P) orelse maps:is_key(ifaddr_map, P)
+                 orelse maps:is_key(path, P) of
+            true -> ok = ok(bind_addr(S, P));
+            false -> ok
+        end,
+        case nifsock:connect(S, Remote, Timeout) of
+            ok ->
+                ok = ok(set_active(S, maps:get(active, P, true))),
+                {ok, S};
+            {error, _} = Error ->
+                throw(Error)
+        end
+    end).
+
+%% As gen_tcp, the address gives the family: `{local, Path}' is a unix
+%% address whether or not the options say `local' (inet or inet6 with it exits
+%% with badarg), an address tuple is inet or inet6 (another family option:
+%% `eafnosupport').
+address_family({local, _}, P, Opts) ->
+    lists:any(fun(O) -> O =:= inet orelse O =:= inet6 end, Opts) andalso exit(badarg),
+    P#{domain => local};
+address_family(IP, P, _Opts) when is_tuple(IP) ->
+    case inet:is_ip_address(IP) of
+        true -> family_of(P, ip_family(IP));
+        false -> P
+    end;
+address_family(_Address, P, _Opts) ->
+    P.
+
+ip_family(IP) when tuple_size(IP) =:= 4 -> inet;
+ip_family(IP) when tuple_size(IP) =:= 8 -> inet6.
+
+%% A `socket:sockaddr_in() | sockaddr_in6()' map's family, address and port
+%% (false if it is none).
+inet_sockaddr(#{family := F, addr := IP} = SA) when F =:= inet; F =:= inet6 ->
+    Port = maps:get(port, SA, 0),
+    Valid = (IP =:= any orelse IP =:= loopback
+             orelse inet:is_ip_address(IP) andalso tuple_size(IP) =:= family_size(F))
+        andalso is_port_number(Port),
+    Valid andalso {F, IP, Port};
+inet_sockaddr(_) ->
+    false.
+
+family_size(inet) -> 4;
+family_size(inet6) -> 8.
+
+%% The options with a sockaddr map's family: another family option is gen_tcp's
+%% `eafnosupport'.
+family_of(#{family_set := true, domain := D} = P, F) when D =/= F ->
+    P#{open_error => eafnosupport};
+family_of(P, F) ->
+    P#{domain => F}.
+
+with_socket(_Domain, #{open_error := Reason}, _Fun) ->
+    {error, Reason};
 with_socket(Domain, P, Fun) ->
     case nifsock:open(Domain, stream, case Domain of local -> default; _ -> tcp end) of
         {ok, S} ->
@@ -345,29 +425,39 @@ einval(Error) -> Error.
 current_format(S) ->
     maps:with(?FORMAT, value(nifsock_nif:tcp_getopts(S))).
 
-%% @doc Reads options, as `inet:getopts/2': every option `setopts/2' takes
-%% (`{raw, Level, Name, Len}' gives `{raw, Level, Name, Bin}').
--spec getopts(socket(), [atom() | {raw, integer(), integer(), non_neg_integer()}]) ->
+%% @doc Reads options, as `inet:getopts/2': every option `setopts/2' takes.
+%% `{raw, Level, Name, Size | Bin}' gives `{raw, Level, Name, Bytes}': the
+%% bytes getsockopt wrote into a buffer of `Size' zero bytes (or holding
+%% `Bin'), at most 65522 (inet_drv's limit: larger is `{error, einval}'). As
+%% inet, a raw option (or `tclass') whose getsockopt fails is left out of the list.
+-spec getopts(socket(), [atom() | {raw, integer(), integer(), non_neg_integer() | binary()}]) ->
           {ok, [{atom(), term()} | {raw, integer(), integer(), binary()}]} | {error, term()}.
 getopts(S, Names) when is_list(Names) ->
     try
         Tcp = value(nifsock_nif:tcp_getopts(S)),
-        {ok, [getopt_pair(S, N, Tcp) || N <- Names]}
+        {ok, lists:append([getopt_pair(S, N, Tcp) || N <- Names])}
     catch
         throw:{error, _} = Error -> einval(Error)
     end.
 
-getopt_pair(S, {raw, Level, Name, Len}, _Tcp)
-  when is_integer(Level), is_integer(Name), is_integer(Len), Len >= 0 ->
-    Bin = case value(nifsock:getopt(S, {Level, Name})) of
-              I when is_integer(I) -> <<I:32/signed-native>>;
-              B when is_binary(B) -> B
-          end,
-    {raw, Level, Name, binary:part(Bin, 0, min(Len, byte_size(Bin)))};
+getopt_pair(S, {raw, Level, Name, Spec}, _Tcp) when ?IS_INT32(Level), ?IS_INT32(Name) ->
+    dropped(nifsock_nif:tcp_getopt_raw(S, Level, Name, raw_buffer(Spec)),
+            fun(Bytes) -> {raw, Level, Name, Bytes} end);
+getopt_pair(S, tclass, _Tcp) ->
+    dropped(nifsock:getopt(S, {ipv6, tclass}), fun(Class) -> {tclass, Class} end);
 getopt_pair(S, N, Tcp) when is_atom(N) ->
-    {N, getopt(S, N, Tcp)};
+    [{N, getopt(S, N, Tcp)}];
 getopt_pair(_S, _N, _Tcp) ->
     throw({error, einval}).
+
+raw_buffer(Size) when is_integer(Size), Size >= 0, Size =< ?RAW_GETOPT_MAX -> <<0:Size/unit:8>>;
+raw_buffer(Bin) when is_binary(Bin), byte_size(Bin) =< ?RAW_GETOPT_MAX -> Bin;
+raw_buffer(_) -> throw({error, einval}).
+
+%% inet leaves out an option whose getsockopt fails (a closed socket is einval).
+dropped({ok, V}, Pair) -> [Pair(V)];
+dropped({error, closed} = E, _Pair) -> throw(E);
+dropped({error, _}, _Pair) -> [].
 
 %% {packet, raw} reads back as {packet, 0}, as inet's getopts (ssl keeps what
 %% getopts says as the sslsocket's packet option).
@@ -552,6 +642,17 @@ inet_addr({error, _} = E) -> E.
 %%% ------------------------------------------------------------------
 %%% Option parsing
 
+%% As gen_tcp (inet:listen_options/2, connect_options/2): the kernel
+%% application's `inet_default_listen_options' / `inet_default_connect_options'
+%% (a list or one option) come before the caller's options, less `active'.
+defaults(Key) ->
+    case application:get_env(kernel, Key) of
+        {ok, List} when is_list(List) -> lists:keydelete(active, 1, List);
+        {ok, {active, _}} -> [];
+        {ok, Opt} -> [Opt];
+        undefined -> []
+    end.
+
 %% gen_tcp's listen and connect exit with badarg for an option they don't
 %% know or a value of the wrong type (setopts returns {error, einval}).
 parse_or_exit(Opts, P) ->
@@ -559,7 +660,23 @@ parse_or_exit(Opts, P) ->
     catch error:{invalid_option, _} -> exit(badarg)
     end.
 
-parse([], P) ->
+parse([], #{ifaddr := SA} = P) ->
+    %% the sockaddr map's family is the socket's, unless an option said another
+    P1 = family_of(maps:remove(ifaddr, P), maps:get(family, SA)),
+    parse([], P1#{ifaddr_map => SA});
+parse([], P0) ->
+    %% as gen_tcp, {ip, Tuple} gives the family (another family option: badarg)
+    P = case P0 of
+            #{ip := IP} when is_tuple(IP) ->
+                case inet:is_ip_address(IP) andalso ip_family(IP) of
+                    false -> P0;
+                    F when map_get(family_set, P0), map_get(domain, P0) =/= F ->
+                        erlang:error({invalid_option, {ip, IP}});
+                    F -> P0#{domain => F}
+                end;
+            _ ->
+                P0
+        end,
     P#{domain => maps:get(domain, P, inet), sockopts => lists:reverse(maps:get(sockopts, P, []))};
 parse([Opt | Rest], P) ->
     parse(Rest, parse_one(check(Opt), P)).
@@ -587,7 +704,7 @@ inet_type(N) when N =:= reuseaddr; N =:= reuseport; N =:= keepalive; N =:= dontr
 inet_type(N) when N =:= sndbuf; N =:= recbuf; N =:= priority; N =:= tos; N =:= ttl;
                   N =:= buffer; N =:= low_watermark; N =:= high_watermark;
                   N =:= low_msgq_watermark; N =:= high_msgq_watermark;
-                  N =:= line_delimiter ->
+                  N =:= line_delimiter; N =:= tclass ->
     int;
 inet_type(N) when N =:= header; N =:= packet_size -> uint;
 inet_type(send_timeout) -> time;
@@ -633,9 +750,9 @@ creation_only(_) ->
 
 parse_one(binary, P) -> P#{mode => binary};
 parse_one(list, P) -> P#{mode => list};
-parse_one(inet, P) -> P#{domain => inet};
-parse_one(inet6, P) -> P#{domain => inet6};
-parse_one(local, P) -> P#{domain => local};
+parse_one(inet, P) -> P#{domain => inet, family_set => true};
+parse_one(inet6, P) -> P#{domain => inet6, family_set => true};
+parse_one(local, P) -> P#{domain => local, family_set => true};
 parse_one({mode, M}, P) when M =:= binary; M =:= list -> P#{mode => M};
 parse_one({active, A}, P) when is_boolean(A); A =:= once; is_integer(A) -> P#{active => A};
 parse_one({packet, 0}, P) -> P#{packet => raw};
@@ -646,9 +763,18 @@ parse_one({exit_on_close, B}, P) when is_boolean(B) -> P#{exit_on_close => B};
 %% any integer, as inet: the driver keeps its low byte
 parse_one({line_delimiter, C}, P) when is_integer(C) -> P#{line_delimiter => C band 255};
 parse_one({backlog, N}, P) when is_integer(N) -> P#{backlog => N};
-parse_one({ip, IP}, P) -> P#{ip => IP};
+parse_one({ip, IP}, P) -> maps:remove(ifaddr, P#{ip => IP});
 parse_one({ifaddr, {local, Path}}, P) -> P#{domain => local, path => Path};
-parse_one({ifaddr, IP}, P) -> P#{ip => IP};
+parse_one({ifaddr, SA} = Opt, P) when is_map(SA) ->
+    %% gen_tcp: a map of another family is einval, a bad address badarg
+    case SA of
+        #{family := F} when F =:= inet; F =:= inet6 ->
+            inet_sockaddr(SA) =:= false andalso erlang:error({invalid_option, Opt}),
+            maps:remove(ip, P#{ifaddr => SA});
+        _ ->
+            P#{open_error => einval}
+    end;
+parse_one({ifaddr, IP}, P) -> maps:remove(ifaddr, P#{ip => IP});
 parse_one({port, Port}, P) when is_integer(Port) -> P#{port => Port};
 %% inet takes any integer, and uses 1 for less
 parse_one({buffer, N}, P) when is_integer(N) -> sockopt({otp, rcvbuf}, max(N, 1), P);
@@ -707,12 +833,15 @@ sockopt_name(nopush) -> {tcp, cork};
 sockopt_name(tos) -> {ip, tos};
 sockopt_name(ttl) -> {ip, ttl};
 sockopt_name(ipv6_v6only) -> {ipv6, v6only};
+sockopt_name(tclass) -> {ipv6, tclass};
 sockopt_name(_) -> undefined.
 
 apply_sockopts(_S, []) -> ok;
 apply_sockopts(S, [{Opt, Value} | Rest]) ->
     case nifsock:setopt(S, Opt, Value) of
         ok -> apply_sockopts(S, Rest);
+        %% as inet: IPV6_TCLASS on a socket that is not inet6 (or out of range)
+        {error, _} when Opt =:= {ipv6, tclass} -> {error, einval};
         {error, _} = E -> E
     end.
 
@@ -727,6 +856,13 @@ set_active(S, A) ->
 
 bind_addr(S, #{domain := local, path := Path}) ->
     nifsock:bind(S, #{family => local, path => Path});
+bind_addr(S, #{ifaddr_map := SA} = P) ->
+    %% the map's port, or listen's Port / {port, P} when the map has none (or 0)
+    Port = case maps:get(port, SA, 0) of
+               0 -> maps:get(port, P, 0);
+               N -> N
+           end,
+    nifsock:bind(S, SA#{port => Port});
 bind_addr(S, #{domain := Domain} = P) ->
     IP = case maps:get(ip, P, any) of
              any -> any;

@@ -29,6 +29,7 @@
          api_echo_inet/1,
          api_echo_inet6/1,
          api_echo_local/1,
+         api_local_unnamed_address/1,
          api_recv_zero_returns_available/1,
          api_recv_exact_length/1,
          api_recv_default_arities/1,
@@ -106,6 +107,7 @@ cases() ->
      api_echo_inet,
      api_echo_inet6,
      api_echo_local,
+     api_local_unnamed_address,
      api_recv_zero_returns_available,
      api_recv_exact_length,
      api_recv_default_arities,
@@ -295,6 +297,19 @@ api_echo_local(Config) ->
         _ = file:delete(StrPath),
         _ = file:del_dir(Dir)
     end.
+
+%% The empty unix path is the unnamed address: bind autobinds to an abstract name (Linux), a connected client's name is it, connect to it is einval.
+api_local_unnamed_address(Config) ->
+    Mod = mod(Config),
+    {L, _} = local_listener(Mod, <<>>),
+    {ok, #{family := local, path := <<0, _/binary>> = Name}} = Mod:sockname(L),
+    {C, A} = connect_accept(Mod, L, #{family => local, path => Name}),
+    {ok, #{family := local, path := <<>>}} = Mod:sockname(C),
+    {ok, #{family := local, path := <<>>}} = Mod:peername(A),
+    echo_roundtrip(Mod, C, A),
+    {ok, U} = Mod:open(local, stream),
+    {error, einval} = Mod:connect(U, #{family => local, path => <<>>}),
+    close_all(Mod, [C, A, L, U]).
 
 %% Ensures recv(S, 0) returns what is available (a non-empty prefix) without
 %% waiting for more, and all bytes eventually arrive in order.

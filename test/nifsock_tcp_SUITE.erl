@@ -116,6 +116,12 @@
          tcp_tags_bad_values_rejected/1,
          tcp_tags_close_flushes_custom_closed/1,
          tcp_tags_controlling_process_hands_over_custom/1,
+         tcp_getopts_raw_buffer/1,
+         tcp_tclass_inet6/1,
+         tcp_ifaddr_sockaddr_map/1,
+         tcp_local_address_forms/1,
+         tcp_kernel_default_options/1,
+         tcp_address_tuple_family/1,
          tcp_kernel_accept_inheritance/1]).
 
 -define(T, 5000).         % bound for anything that should happen "now"
@@ -235,7 +241,13 @@ cases() ->
      tcp_tags_custom_tuple,
      tcp_tags_bad_values_rejected,
      tcp_tags_close_flushes_custom_closed,
-     tcp_tags_controlling_process_hands_over_custom].
+     tcp_tags_controlling_process_hands_over_custom,
+     tcp_getopts_raw_buffer,
+     tcp_tclass_inet6,
+     tcp_ifaddr_sockaddr_map,
+     tcp_local_address_forms,
+     tcp_kernel_default_options,
+     tcp_address_tuple_family].
 
 init_per_suite(Config) ->
     case code:ensure_loaded(nifsock_tcp) of
@@ -2139,6 +2151,197 @@ check_tags(Config, S, Tags) ->
     case mod(Config) of
         gen_tcp -> {error, einval} = inet:getopts(S, [tags]), ok;
         M -> {ok, [{tags, Tags}]} = M:getopts(S, [tags]), ok
+    end.
+
+%%--------------------------------------------------------------------
+%% gen_tcp's remaining forms (OTP's inet_sockopt_SUITE and gen_tcp_api_SUITE)
+%%--------------------------------------------------------------------
+
+-define(SOL_SOCKET, 1).
+-define(SO_KEEPALIVE, 9).
+-define(SO_LINGER, 13).
+-define(IPPROTO_TCP, 6).
+-define(TCP_INFO, 11).
+
+%% getopts {raw, Level, Opt, Size | Bin} reads the bytes getsockopt wrote into a buffer of that size: the kernel's length (a C int, a struct linger, TCP_INFO's struct), einval above 65522 bytes, and an option the kernel refuses left out, as inet.
+tcp_getopts_raw_buffer(Config) ->
+    {C, S} = pair(Config, [{active, false}, {raw, ?SOL_SOCKET, ?SO_KEEPALIVE, <<1:32/native>>}]),
+    Keep = {raw, ?SOL_SOCKET, ?SO_KEEPALIVE, <<1:32/native>>},
+    {ok, [Keep]} = getopts(Config, C, [{raw, ?SOL_SOCKET, ?SO_KEEPALIVE, 4}]),
+    {ok, [Keep]} = getopts(Config, S, [{raw, ?SOL_SOCKET, ?SO_KEEPALIVE, <<0:32>>}]),
+    {ok, [{keepalive, true}]} = getopts(Config, C, [keepalive]),
+    ok = setopts(Config, C, [{raw, ?SOL_SOCKET, ?SO_KEEPALIVE, <<0:32/native>>}]),
+    {ok, [{keepalive, false}, {raw, ?SOL_SOCKET, ?SO_KEEPALIVE, <<0:32/native>>}, {nodelay, false}]} =
+        getopts(Config, C, [keepalive, {raw, ?SOL_SOCKET, ?SO_KEEPALIVE, 4}, nodelay]),
+    %% a buffer larger than the value: the value's length
+    ok = setopts(Config, C, [{linger, {true, 10}}]),
+    {ok, [{raw, ?SOL_SOCKET, ?SO_LINGER, Linger}]} =
+        getopts(Config, C, [{raw, ?SOL_SOCKET, ?SO_LINGER, 1024}]),
+    <<1:32/native, 10:32/native>> = Linger,
+    {ok, [{raw, ?SOL_SOCKET, ?SO_LINGER, Linger}]} =
+        getopts(Config, C, [{raw, ?SOL_SOCKET, ?SO_LINGER, <<7:64, 0:64>>}]),
+    %% a buffer shorter than the value: what fits
+    {ok, [{raw, ?SOL_SOCKET, ?SO_LINGER, <<1:32/native>>}]} =
+        getopts(Config, C, [{raw, ?SOL_SOCKET, ?SO_LINGER, 4}]),
+    {ok, [{raw, ?SOL_SOCKET, ?SO_LINGER, <<>>}]} =
+        getopts(Config, C, [{raw, ?SOL_SOCKET, ?SO_LINGER, 0}]),
+    %% a struct larger than 64 bytes
+    {ok, [{raw, ?IPPROTO_TCP, ?TCP_INFO, Info}]} =
+        getopts(Config, C, [{raw, ?IPPROTO_TCP, ?TCP_INFO, 4096}]),
+    true = byte_size(Info) > 100 andalso byte_size(Info) < 4096,
+    {ok, [{raw, ?IPPROTO_TCP, ?TCP_INFO, _}]} =
+        getopts(Config, C, [{raw, ?IPPROTO_TCP, ?TCP_INFO, 65522}]),
+    {error, einval} = getopts(Config, C, [{raw, ?IPPROTO_TCP, ?TCP_INFO, 65523}]),
+    {error, einval} = getopts(Config, C, [{raw, ?IPPROTO_TCP, ?TCP_INFO, binary:copy(<<0>>, 65523)}]),
+    {error, einval} = getopts(Config, C, [{raw, ?IPPROTO_TCP, ?TCP_INFO, -1}]),
+    {error, einval} = getopts(Config, C, [{raw, x, ?TCP_INFO, 4}]),
+    %% an option getsockopt refuses is left out
+    {ok, [{nodelay, false}]} = getopts(Config, C, [{raw, ?SOL_SOCKET, 99999, 4}, nodelay]),
+    close_all(mod(Config), [C, S]).
+
+%% {tclass, N} sets and reads IPV6_TCLASS on an inet6 socket and an accepted socket inherits it; out of range is einval; on an inet socket listen refuses it (einval) and getopts leaves it out.
+tcp_tclass_inet6(Config) ->
+    M = mod(Config),
+    Loop6 = {0, 0, 0, 0, 0, 0, 0, 1},
+    case M:listen(0, [inet6, {ip, Loop6}, {active, false}, {tclass, 184}]) of
+        {ok, L} ->
+            {ok, [{tclass, 184}]} = getopts(Config, L, [tclass]),
+            {ok, C} = M:connect(Loop6, port(Config, L), [inet6, {active, false}]),
+            {ok, S} = M:accept(L, ?T),
+            {ok, [{tclass, 184}]} = getopts(Config, S, [tclass]),
+            {ok, [{tclass, 0}]} = getopts(Config, C, [tclass]),
+            ok = setopts(Config, C, [{tclass, 16}]),
+            {ok, [{active, false}, {tclass, 16}]} = getopts(Config, C, [active, tclass]),
+            {error, einval} = setopts(Config, C, [{tclass, 256}]),
+            {ok, [{tclass, 16}]} = getopts(Config, C, [tclass]),
+            {error, einval} = M:listen(0, [inet, {ip, {127, 0, 0, 1}}, {tclass, 8}]),
+            {C4, S4} = pair(Config, [{active, false}]),
+            {ok, [{active, false}]} = getopts(Config, C4, [tclass, active]),
+            close_all(M, [C, S, L, C4, S4]);
+        {error, eaddrnotavail} ->
+            {skip, no_ipv6_loopback}
+    end.
+
+%% {ifaddr, SockaddrMap} (a socket:sockaddr() map) binds listen and connect, and connect/2,3 take the peer as a map, for inet and (where there is a loopback) inet6.
+tcp_ifaddr_sockaddr_map(Config) ->
+    M = mod(Config),
+    Addrs = [{inet, {127, 0, 0, 1}} | [{inet6, {0, 0, 0, 0, 0, 0, 0, 1}} || has_inet6_loopback()]],
+    [begin
+         SA = #{family => Family, addr => IP, port => 0},
+         {ok, L} = M:listen(0, [{ifaddr, SA}, binary, {active, false}]),
+         {ok, {IP, Port}} = sockname(Config, L),
+         {ok, C1} = M:connect(SA#{port => Port}, [{ifaddr, SA}, binary, {active, false}]),
+         {ok, C2} = M:connect(SA#{port => Port}, [binary, {active, false}], ?T),
+         {ok, S1} = M:accept(L, ?T),
+         {ok, S2} = M:accept(L, ?T),
+         {ok, {IP, _}} = sockname(Config, C1),
+         ok = M:send(C1, <<"one">>),
+         ok = M:send(C2, <<"two">>),
+         {ok, <<"one">>} = M:recv(S1, 3, ?T),
+         {ok, <<"two">>} = M:recv(S2, 3, ?T),
+         close_all(M, [C1, C2, S1, S2, L])
+     end || {Family, IP} <- Addrs],
+    %% the map's family is the socket's: another family option conflicts
+    {error, eafnosupport} =
+        M:listen(0, [inet, {ifaddr, #{family => inet6, addr => {0, 0, 0, 0, 0, 0, 0, 1}, port => 0}}]),
+    ok.
+
+%% AF_LOCAL through gen_tcp's addresses: connect({local, Path}, 0, Opts) is a unix connect without the local option, an unbound client's name is {local, <<>>}, and {local, <<>>} binds to an abstract autobind name.
+tcp_local_address_forms(Config) ->
+    M = mod(Config),
+    Path = "/tmp/nifsock_tcp_forms_" ++ integer_to_list(erlang:unique_integer([positive])),
+    SAddr = {local, list_to_binary(Path)},
+    {ok, L} = M:listen(0, [{ifaddr, SAddr}, binary, {active, false}]),
+    {ok, SAddr} = sockname(Config, L),
+    {error, enotconn} = peername(Config, L),
+    {ok, C} = M:connect(SAddr, 0, [binary, {active, false}]),
+    {ok, S} = M:accept(L, ?T),
+    {ok, {local, <<>>}} = sockname(Config, C),
+    {ok, {local, <<>>}} = peername(Config, S),
+    {ok, SAddr} = peername(Config, C),
+    ok = M:send(C, <<"path">>),
+    {ok, <<"path">>} = M:recv(S, 4, ?T),
+    close_all(M, [C, S, L]),
+    ok = file:delete(Path),
+    %% the abstract namespace: {local, <<>>} autobinds
+    {ok, AL} = M:listen(0, [{ifaddr, {local, <<>>}}, binary, {active, false}]),
+    {ok, {local, <<0, _/binary>>} = AAddr} = sockname(Config, AL),
+    {ok, AC} = M:connect(AAddr, 0, [{ifaddr, {local, <<>>}}, binary, {active, false}]),
+    {ok, {local, <<0, _/binary>>} = CAddr} = sockname(Config, AC),
+    true = CAddr =/= AAddr,
+    {ok, AS} = M:accept(AL, ?T),
+    {ok, CAddr} = peername(Config, AS),
+    {ok, AAddr} = peername(Config, AC),
+    ok = M:send(AS, <<"abstract">>),
+    {ok, <<"abstract">>} = M:recv(AC, 8, ?T),
+    close_all(M, [AC, AS, AL]).
+
+%% The kernel's inet_default_connect_options / inet_default_listen_options (a list or one option) come before the caller's options, less active; an accepted socket inherits the listener's.
+tcp_kernel_default_options(Config) ->
+    M = mod(Config),
+    Keys = [inet_default_connect_options, inet_default_listen_options],
+    Saved = [{K, application:get_env(kernel, K)} || K <- Keys],
+    Delays = fun(ListenOpts, ConnectOpts) ->
+                     {ok, L} = M:listen(0, [{ip, {127, 0, 0, 1}} | ListenOpts]),
+                     {ok, C} = M:connect({127, 0, 0, 1}, port(Config, L), ConnectOpts, ?T),
+                     {ok, S} = M:accept(L, ?T),
+                     {ok, [{delay_send, DC}, {active, AC}]} = getopts(Config, C, [delay_send, active]),
+                     {ok, [{delay_send, DL}]} = getopts(Config, L, [delay_send]),
+                     {ok, [{delay_send, DS}]} = getopts(Config, S, [delay_send]),
+                     close_all(M, [C, S, L]),
+                     {DC, DL, DS, AC}
+             end,
+    try
+        {false, false, false, true} = Delays([], []),
+        ok = application:set_env(kernel, inet_default_connect_options,
+                                 [{active, false}, {delay_send, true}]),
+        {true, false, false, true} = Delays([], []),
+        {false, false, false, true} = Delays([], [{delay_send, false}]),
+        ok = application:unset_env(kernel, inet_default_connect_options),
+        ok = application:set_env(kernel, inet_default_listen_options, {delay_send, true}),
+        {false, true, true, true} = Delays([], []),
+        {false, false, false, true} = Delays([{delay_send, false}], []),
+        ok = application:set_env(kernel, inet_default_listen_options, {active, false}),
+        {false, false, false, true} = Delays([], [])
+    after
+        [case V of
+             {ok, Value} -> application:set_env(kernel, K, Value);
+             undefined -> application:unset_env(kernel, K)
+         end || {K, V} <- Saved]
+    end,
+    ok.
+
+%% As gen_tcp, an address tuple gives the family: {ip, IPv6} listens and an IPv6 address connects without inet6; a family option that contradicts the peer's address is eafnosupport, the {ip, _} option's badarg.
+tcp_address_tuple_family(Config) ->
+    M = mod(Config),
+    Loop6 = {0, 0, 0, 0, 0, 0, 0, 1},
+    case has_inet6_loopback() of
+        true ->
+            {ok, L} = M:listen(0, [{ip, Loop6}, binary, {active, false}]),
+            {ok, {Loop6, Port}} = sockname(Config, L),
+            {ok, C} = M:connect(Loop6, Port, [binary, {active, false}]),
+            {ok, S} = M:accept(L, ?T),
+            {ok, {Loop6, _}} = sockname(Config, C),
+            ok = M:send(C, <<"v6">>),
+            {ok, <<"v6">>} = M:recv(S, 2, ?T),
+            {error, eafnosupport} = M:connect(Loop6, Port, [inet]),
+            {'EXIT', badarg} = catch M:listen(0, [inet, {ip, Loop6}]),
+            {'EXIT', badarg} = catch M:listen(0, [inet6, {ip, {127, 0, 0, 1}}]),
+            {L4, P4} = listen_any(Config, [{ip, {127, 0, 0, 1}}]),
+            {error, eafnosupport} = M:connect({127, 0, 0, 1}, P4, [inet6]),
+            close_all(M, [C, S, L, L4]);
+        false ->
+            {skip, no_ipv6_loopback}
+    end.
+
+listen_any(Config, Opts) ->
+    {ok, L} = (mod(Config)):listen(0, Opts),
+    {L, port(Config, L)}.
+
+has_inet6_loopback() ->
+    case gen_tcp:listen(0, [inet6, {ip, {0, 0, 0, 0, 0, 0, 0, 1}}]) of
+        {ok, L} -> ok = gen_tcp:close(L), true;
+        {error, _} -> false
     end.
 
 %%--------------------------------------------------------------------

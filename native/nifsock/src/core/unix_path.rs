@@ -1,15 +1,18 @@
 //! Unix-domain socket paths: bytes ↔ `SockAddr`. A leading NUL byte names the
-//! Linux abstract namespace (socket2 encodes that form itself).
+//! Linux abstract namespace (socket2 encodes that form itself); the empty
+//! path is the unnamed address (as `socket`'s: bind autobinds it to an
+//! abstract name on Linux, connect is the kernel's EINVAL).
 
 use socket2::SockAddr;
 
 /// The most bytes a path holds (sun_path is 108 bytes, NUL-terminated).
 pub const MAX_PATH: usize = 107;
 
-/// A unix address from path bytes; None if empty or too long.
+/// A unix address from path bytes (empty: the unnamed address, just the
+/// family); None if too long.
 pub fn to_addr(bytes: &[u8]) -> Option<SockAddr> {
     use std::os::unix::ffi::OsStrExt;
-    if bytes.is_empty() || bytes.len() > MAX_PATH {
+    if bytes.len() > MAX_PATH {
         return None;
     }
     SockAddr::unix(std::ffi::OsStr::from_bytes(bytes)).ok()
@@ -35,9 +38,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn rejects_empty_and_too_long_paths() {
-        assert!(to_addr(b"").is_none());
+    fn rejects_too_long_paths() {
         assert!(to_addr(&[b'a'; 200]).is_none());
+    }
+
+    #[test]
+    fn the_empty_path_is_the_unnamed_address() {
+        let a = to_addr(b"");
+        assert_eq!(a.as_ref().map(|a| a.len()), Some(2));
+        assert_eq!(a.as_ref().map(from_addr), Some(Vec::new()));
     }
 
     #[test]

@@ -22,6 +22,12 @@ fn get_raw(s: &Socket, level: i32, opt: i32, buf: &mut [u8]) -> Result<usize> {
         .map_err(Error::Os)
 }
 
+/// getsockopt(Level, Opt) into `buf`, which holds the value passed in (as
+/// inet's `{raw, Level, Opt, Bin}`): the length the kernel wrote.
+pub fn get_raw_into(s: &Socket, level: i32, opt: i32, buf: &mut [u8]) -> Result<usize> {
+    get_raw(s, level, opt, buf)
+}
+
 /// setsockopt(SO_PRIORITY) on a socket nifsock_tcp just accepted.
 pub fn set_priority(s: &Socket, p: i32) -> Result<()> {
     set_raw(s, libc::SOL_SOCKET, libc::SO_PRIORITY, &p.to_ne_bytes())?;

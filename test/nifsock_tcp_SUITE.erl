@@ -110,6 +110,7 @@
          tcp_controlling_process_hands_over_queued/1,
          tcp_show_econnreset_active/1,
          tcp_show_econnreset_passive/1,
+         tcp_show_econnreset_after_send/1,
          tcp_tags_gen_tcp_inherited/1,
          tcp_tags_set_later/1,
          tcp_tags_custom_tuple/1,
@@ -236,6 +237,7 @@ cases() ->
      tcp_controlling_process_hands_over_queued,
      tcp_show_econnreset_active,
      tcp_show_econnreset_passive,
+     tcp_show_econnreset_after_send,
      tcp_tags_gen_tcp_inherited,
      tcp_tags_set_later,
      tcp_tags_custom_tuple,
@@ -1997,6 +1999,28 @@ tcp_show_econnreset_passive(Config) ->
     S4 = Reset([]),
     {error, closed} = M:send(S4, <<"x">>),
     M:close(S4).
+
+%% {show_econnreset, true}: a send that meets the peer's reset returns {error, econnreset}, and the reset is still reported after it: a passive recv returns {error, econnreset}, an active socket gets {Error, S, econnreset} then {Closed, S} (the kernel reports a reset once; the socket remembers it).
+tcp_show_econnreset_after_send(Config) ->
+    M = mod(Config),
+    {_, CT, ET, _} = tags(Config),
+    Reset = fun() ->
+                    {Peer, S} = raw_pair(Config, [binary, {active, false}, {show_econnreset, true}]),
+                    ok = inet:setopts(Peer, [{linger, {true, 0}}]),
+                    ok = gen_tcp:close(Peer),
+                    timer:sleep(50),
+                    {error, econnreset} = M:send(S, <<"x">>),
+                    S
+            end,
+    S1 = Reset(),
+    {error, econnreset} = M:recv(S1, 0, ?T),
+    M:close(S1),
+    S2 = Reset(),
+    ok = setopts(Config, S2, [{active, once}]),
+    receive Msg1 -> {ET, S2, econnreset} = Msg1 after ?T -> ct:fail(no_error) end,
+    receive Msg2 -> {CT, S2} = Msg2 after ?T -> ct:fail(no_closed) end,
+    no_msg(S2),
+    M:close(S2).
 
 %% Waits (bounded) for Msg and puts it back, behind what else is in the
 %% mailbox (a receive: process_info(self(), messages) may not show messages

@@ -40,7 +40,12 @@ fn write_all(s: &Socket, fd: std::os::fd::RawFd, entries: &[libc::iovec], flags:
                 return Sent::Partial(written);
             }
             Err(libc::EINTR) => continue,
-            Err(e) => return Sent::Failed(e, written),
+            Err(e) => {
+                if e == libc::ECONNRESET {
+                    s.note_peer_reset();
+                }
+                return Sent::Failed(e, written);
+            }
         }
         rest = tail;
     }

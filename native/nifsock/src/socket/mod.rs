@@ -203,6 +203,10 @@ pub struct Socket {
     /// Only a blocking call (whose wait is internal) may act on it: see
     /// `recv::recv`.
     drained: AtomicBool,
+    /// A send met the peer's reset (ECONNRESET). The kernel reports a reset
+    /// once; the reads after it see the end of the stream, which gen_tcp's
+    /// `show_econnreset` still reports as the reset.
+    peer_reset: AtomicBool,
     state: Mutex<State>,
     /// Serialises active deliveries so messages keep the stream's order.
     delivery: Mutex<()>,
@@ -225,6 +229,7 @@ impl Socket {
             rcvbuf: AtomicUsize::new(SCRATCH_CAP),
             last_read: AtomicUsize::new(0),
             drained: AtomicBool::new(false),
+            peer_reset: AtomicBool::new(false),
             state: Mutex::new(State {
                 phase: Phase::Open,
                 selected: false,
@@ -287,6 +292,16 @@ impl Socket {
     /// Whether the last reads were large (read straight into binaries).
     pub fn streaming(&self) -> bool {
         self.last_read.load(Ordering::Relaxed) >= STREAM_THRESHOLD
+    }
+
+    /// Records that a send met the peer's reset.
+    pub fn note_peer_reset(&self) {
+        self.peer_reset.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether a send met the peer's reset.
+    pub fn peer_reset(&self) -> bool {
+        self.peer_reset.load(Ordering::Relaxed)
     }
 
     /// Records whether the last read emptied the receive queue.

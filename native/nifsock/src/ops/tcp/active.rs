@@ -125,7 +125,11 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
             Found::Incomplete => {
                 reads += 1;
                 let before = pending.len();
-                let r = read_into(s, &mut pending, rcvbuf);
+                let r = match read_into(s, &mut pending, rcvbuf) {
+                    // the end after a send met the peer's reset is that reset
+                    Read::Eof if s.peer_reset() => Read::Failed(libc::ECONNRESET),
+                    r => r,
+                };
                 read_bytes += pending.len().saturating_sub(before);
                 match r {
                     // Short read: the queue is empty; deliver what framed, then

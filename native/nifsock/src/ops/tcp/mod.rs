@@ -85,9 +85,9 @@ pub fn close_ended(env: Env, sock: Sock) {
 }
 
 /// After a passive recv saw the end of the stream (`reset`: a connection
-/// reset): closes unless `exit_on_close` is off, and returns the error
-/// recv returns, as gen_tcp: `closed`, or `econnreset` for a reset under
-/// `show_econnreset`.
+/// reset, or an end after a send met one): closes unless `exit_on_close` is
+/// off, and returns the error recv returns, as gen_tcp: `closed`, or
+/// `econnreset` for a reset under `show_econnreset`.
 pub fn ended(env: Env, sock: Sock, reset: bool) -> Error {
     let (keep_open, show) = {
         let st = sock.s.lock();
@@ -96,7 +96,7 @@ pub fn ended(env: Env, sock: Sock, reset: bool) -> Error {
     if !keep_open {
         close_ended(env, sock);
     }
-    if reset && show {
+    if (reset || sock.s.peer_reset()) && show {
         Error::Os(libc::ECONNRESET)
     } else {
         Error::Closed

@@ -86,7 +86,12 @@ fn write_rest(s: &Socket, fd: std::os::fd::RawFd, rest: &mut SendRest) -> Flushe
                 return Flushed::Blocked;
             }
             Err(libc::EINTR) => {}
-            Err(e) => return Flushed::Failed(e),
+            Err(e) => {
+                if e == libc::ECONNRESET {
+                    s.note_peer_reset();
+                }
+                return Flushed::Failed(e);
+            }
         }
     }
 }

@@ -570,7 +570,7 @@ ssl_ranch_tags_follow_socket(Config) ->
     spawn_link(fun() ->
                        {ok, C} = ?TR:connect({127, 0, 0, 1}, Port,
                                              [{tags, gen_tcp} | ?config(client_opts, Config)], ?T),
-                       {sslsocket, {nifsock_tcp, TcpC, _, _}, _} = C,
+                       TcpC = transport_socket(C),
                        {ok, [{tags, {tcp, tcp_closed, tcp_error, tcp_passive}}]} =
                            nifsock_tcp:getopts(TcpC, [tags]),
                        {ok, <<"ping">>} = ssl:recv(C, 4, ?T),
@@ -591,6 +591,21 @@ ssl_ranch_tags_follow_socket(Config) ->
     receive {client_done, ok} -> ok after ?T -> error(no_client) end,
     ok = ?TR:close(S),
     ok = ?TR:close(L).
+
+%% The nifsock socket inside an sslsocket, found by shape (the sslsocket
+%% record differs between OTP releases: OTP 25 keeps it in a 4-tuple with the
+%% callback module, OTP 27 directly).
+transport_socket(SslSocket) ->
+    [S] = lists:usort(nifsock_sockets(SslSocket)),
+    S.
+
+nifsock_sockets(T) when is_tuple(T) ->
+    case nifsock:is_socket(T) of
+        true -> [T];
+        false -> lists:append([nifsock_sockets(E) || E <- tuple_to_list(T)])
+    end;
+nifsock_sockets(_) ->
+    [].
 
 %% accept/2 times out with {error, timeout}; once the listener is closed, {error, closed}.
 ssl_ranch_accept_timeout_and_closed(Config) ->

@@ -48,9 +48,19 @@ defmodule Nifsock.TCP do
   @spec accept(socket(), timeout()) :: {:ok, socket()} | {:error, term()}
   defdelegate accept(listen_socket, timeout), to: :nifsock_tcp
 
-  @doc "Connects to `address`:`port`, as `:gen_tcp.connect/3`."
-  @spec connect(:inet.socket_address() | :inet.hostname(), :inet.port_number(), [option()]) ::
-          {:ok, socket()} | {:error, term()}
+  @doc "Connects to a `:socket.sockaddr_in()` / `sockaddr_in6()` map, as `:gen_tcp.connect/2`."
+  @spec connect(map(), [option()]) :: {:ok, socket()} | {:error, term()}
+  defdelegate connect(sockaddr, options), to: :nifsock_tcp
+
+  @doc """
+  Connects to `address`:`port`, as `:gen_tcp.connect/3`; or to a sockaddr map
+  within a timeout (`connect(sockaddr, options, timeout)`).
+  """
+  @spec connect(
+          :inet.socket_address() | :inet.hostname() | map(),
+          :inet.port_number() | [option()],
+          [option()] | timeout()
+        ) :: {:ok, socket()} | {:error, term()}
   defdelegate connect(address, port, options), to: :nifsock_tcp
 
   @doc "Connects to `address`:`port` within `timeout`, as `:gen_tcp.connect/4`."

@@ -95,8 +95,9 @@ pub fn defer_armed(obj: Obj<'_, Socket>) {
     }
 }
 
-/// Queues a slot key in the backlog (its `queued` just set) and wakes the set.
-fn push(k: u64) {
+/// Queues a slot key in the backlog (its `queued` just set, or still set for
+/// an entry a drain had no budget for) and wakes the set.
+pub(super) fn push(k: u64) {
     if let Some(sh) = set::shared() {
         lock(&sh.backlog).push(k);
     }

@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 use rustler::sys::ErlNifPid;
 use rustler::{Encoder, Env, Term};
 
+use super::arm::push;
 use super::set::{self, lock, EFD_KEY};
 use crate::atoms;
 use crate::socket::{Active, Phase, Socket};
@@ -123,7 +124,7 @@ fn drain_with(caller: Option<Env>) {
                 read += fire(&kept, false, true, &out);
             } else {
                 // still queued: stays for the next drain
-                requeue(k);
+                push(k);
             }
         }
     }
@@ -146,17 +147,7 @@ fn defer(kept: &Kept<Socket>, hup: bool) {
     let Some(k) = st.rd.key else { return };
     if !std::mem::replace(&mut st.rd.queued, true) {
         drop(st);
-        requeue(k);
-    }
-}
-
-/// A backlog entry the drain has no budget left for.
-fn requeue(k: u64) {
-    if let Some(sh) = set::shared() {
-        lock(&sh.backlog).push(k);
-    }
-    if let Some(set) = set::get() {
-        epoll::kick(set.efd);
+        push(k);
     }
 }
 

@@ -3,11 +3,5 @@
 %% (application env `readiness' = `select').
 -module(bench_backend_nifsock_tcp_sel_active_n).
 -behaviour(bench_backend).
--define(TCP, nifsock_tcp).
--define(SETOPTS, nifsock_tcp:setopts).
--define(DATA, nifsock).
--define(CLOSED, nifsock_closed).
--define(ERROR, nifsock_error).
--define(PASSIVE, nifsock_passive).
 -define(READINESS, select).
--include("bench_active_n.hrl").
+-include("bench_nifsock_tcp_active_n.hrl").

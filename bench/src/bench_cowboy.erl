@@ -121,13 +121,15 @@ table(Runs, Counts, Meta) ->
      Meta, "\n\n",
      "| workload | rounds | nifsock_ranch req/s | ranch_tcp req/s | req/s ratio (per-round median) "
      "| server CPU µs/req nifsock_ranch | ranch_tcp | CPU ratio | syscalls/req nifsock_ranch "
-     "| ranch_tcp | ctx switches/req nifsock_ranch | ranch_tcp | errors |\n",
-     "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
+     "| ranch_tcp | ctx switches/req nifsock_ranch | ranch_tcp | errors | other load |\n",
+     "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|\n",
      [Line || {_, Line, _} <- Rows],
      "\nPer-round req/s ratios: ",
      lists:join("; ", [[M, " ", lists:join(" ", [io_lib:format("~.3f", [R]) || R <- Rs])]
                        || {M, _, {_, _, Rs}} <- Rows]),
-     "\n\n**Targets (Cowboy):** ", Targets, "\n"].
+     "\n\nOther load: the median over the runs of the machine's busy time not spent by the "
+     "server nodes or wrk, as % of all CPUs.\n",
+     "\n**Targets (Cowboy):** ", Targets, "\n"].
 
 row(Mode, Label, Target, Runs, Counts) ->
     Of = fun(T) -> [R || R = #{mode := M, transport := T1} <- Runs, M =:= Mode, T1 =:= T] end,
@@ -146,11 +148,12 @@ row(Mode, Label, Target, Runs, Counts) ->
                   end
           end,
     Errors = lists:sum([maps:get(errors, X) || X <- S ++ B]),
-    Line = io_lib:format("| ~s | ~b | ~s | ~s | **~s** (target ≥ ~.2f) | ~s | ~s | ~s | ~s | ~s | ~s | ~s | ~b |\n",
+    Line = io_lib:format("| ~ts | ~b | ~ts | ~ts | **~ts** (target ≥ ~.2f) | ~ts | ~ts | ~ts | ~ts | ~ts | ~ts | ~ts | ~b | ~ts% |\n",
                          [Label, length(Paired), fmt(Med(rps, S), 0), fmt(Med(rps, B), 0),
                           fmt(Ratio, 3), Target, fmt(Med(cpu, S), 2), fmt(Med(cpu, B), 2),
                           fmt(median(CpuRatios), 3), Cnt(?SUBJECT, 1), Cnt(?BASE, 1),
-                          Cnt(?SUBJECT, 2), Cnt(?BASE, 2), Errors]),
+                          Cnt(?SUBJECT, 2), Cnt(?BASE, 2), Errors,
+                          fmt(median([maps:get(other, X) || X <- S ++ B]), 1)]),
     {Mode, Line, {Ratio, Target, Ratios}}.
 
 verdict({_, _, {undefined, _, _}}) -> "no data";

@@ -129,7 +129,19 @@ table(Runs, Counts, Meta) ->
                        || {M, _, {_, _, Rs}} <- Rows]),
      "\n\nOther load: the median over the runs of the machine's busy time not spent by the "
      "server nodes or wrk, as % of all CPUs.\n",
-     "\n**Targets (Cowboy):** ", Targets, "\n"].
+     "\n**Targets (Cowboy):** ", Targets, noisy(Runs), "\n"].
+
+%% Over 10% other load in the median run: the req/s ratios are mostly the
+%% other load's doing; say so next to the targets.
+noisy(Runs) ->
+    case median([maps:get(other, R) || R <- Runs]) of
+        Other when is_number(Other), Other > 10 ->
+            io_lib:format(" — NOISY: other load ~.1f% of the machine in the median run, so the "
+                          "req/s ratios mostly measure how much CPU each run got; "
+                          "the CPU µs/req ratios are the steadier figure", [float(Other)]);
+        _ ->
+            ""
+    end.
 
 row(Mode, Label, Target, Runs, Counts) ->
     Of = fun(T) -> [R || R = #{mode := M, transport := T1} <- Runs, M =:= Mode, T1 =:= T] end,

@@ -499,6 +499,9 @@ setopt(?SOCK(_) = S, {otp, controlling_process} = Opt, Value) ->
     case Result of
         {error, not_owner} -> {error, {invalid, not_owner}};
         ok when not is_pid(Value) -> {error, {invalid, {socket_option, Opt, Value}}};
+        %% A dead new owner: `socket' takes it and the owner's death closes
+        %% the socket at once.
+        {error, esrch} -> _ = close(S), ok;
         _ -> Result
     end;
 setopt(?SOCK(_) = S, {Level, Name} = Opt, Value) ->
@@ -552,7 +555,12 @@ cancel(S, Info) ->
 %% @doc Makes `Pid' the owner: its death closes the socket. Only the owner may call.
 -spec controlling_process(socket(), pid()) -> ok | {error, reason()}.
 controlling_process(?SOCK(_) = S, Pid) when is_pid(Pid) ->
-    nifsock_nif:controlling_process(S, Pid);
+    case nifsock_nif:controlling_process(S, Pid) of
+        %% A dead new owner: gen_tcp's `badarg' (from port_connect/2); the
+        %% socket stays the caller's.
+        {error, esrch} -> {error, badarg};
+        Result -> Result
+    end;
 controlling_process(S, Pid) ->
     erlang:error(badarg, [S, Pid]).
 

@@ -533,12 +533,15 @@ controlling_process(S, Pid) when is_pid(Pid) ->
     case nifsock_nif:tcp_pause(S) of
         {ok, Active, {Data, Closed, _, _}} ->
             ok = hand_over(S, Pid, Data, Closed),
-            Result = nifsock:controlling_process(S, Pid),
-            _ = case Active of
-                    false -> ok;
-                    _ -> set_active(S, Active)
-                end,
-            Result;
+            case nifsock:controlling_process(S, Pid) of
+                ok when Active =/= false ->
+                    _ = set_active(S, Active),
+                    ok;
+                Result ->
+                    %% A dead Pid ({error, badarg}): as gen_tcp, the socket
+                    %% stays the caller's, passive.
+                    Result
+            end;
         {error, _} = Error ->
             Error
     end;

@@ -77,6 +77,7 @@
          api_open_local_tcp/1,
          api_tos_names/1,
          api_setopt_controlling_process_not_owner/1,
+         api_setopt_controlling_process_dead_owner/1,
          api_close_leaves_no_message/1,
          api_sockaddr_out_of_range/1,
          api_send_concurrent_writers_whole/1]).
@@ -155,6 +156,7 @@ cases() ->
      api_open_local_tcp,
      api_tos_names,
      api_setopt_controlling_process_not_owner,
+     api_setopt_controlling_process_dead_owner,
      api_close_leaves_no_message,
      api_sockaddr_out_of_range,
      api_send_concurrent_writers_whole].
@@ -783,6 +785,19 @@ api_controlling_process(Config) ->
     %% A is still ours
     {error, closed} = Mod:recv(A, 0, ?T),
     ok = Mod:close(A).
+
+%% Ensures setopt {otp, controlling_process} to a dead process is taken, and
+%% the new owner's death closes the socket at once (socket's behaviour; no raw
+%% errno comes back).
+api_setopt_controlling_process_dead_owner(Config) ->
+    Mod = mod(Config),
+    Dead = spawn(fun() -> ok end),
+    Ref = erlang:monitor(process, Dead),
+    receive {'DOWN', Ref, process, Dead, _} -> ok end,
+    {L, _Addr} = listener(Mod, inet),
+    ok = Mod:setopt(L, {otp, controlling_process}, Dead),
+    ok = poll_true(fun() -> Mod:sockname(L) =:= {error, closed} end),
+    {error, closed} = Mod:close(L).
 
 %% Ensures 8 processes blocked in accept on one listener all get connections
 %% (80 sequential connects), 80 more in a burst are each accepted exactly once,

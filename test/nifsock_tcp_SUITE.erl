@@ -57,6 +57,7 @@
          tcp_recv_on_active_einval/1,
          tcp_controlling_process_moves_delivery/1,
          tcp_controlling_process_not_owner/1,
+         tcp_controlling_process_dead_pid/1,
          tcp_controlling_process_while_streaming/1,
          tcp_controlling_process_flip_stress/1,
          tcp_controlling_process_no_late_messages/1,
@@ -184,6 +185,7 @@ cases() ->
      tcp_recv_on_active_einval,
      tcp_controlling_process_moves_delivery,
      tcp_controlling_process_not_owner,
+     tcp_controlling_process_dead_pid,
      tcp_controlling_process_while_streaming,
      tcp_controlling_process_flip_stress,
      tcp_controlling_process_no_late_messages,
@@ -847,6 +849,21 @@ tcp_controlling_process_not_owner(Config) ->
     ok = setopts(Config, S, [{active, once}]),
     ok = gen_tcp:send(Peer, <<"back">>),
     <<"back">> = data(Config, S),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% controlling_process to a dead pid: {error, badarg}; the socket stays ours, passive, and works.
+tcp_controlling_process_dead_pid(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, true}]),
+    Dead = spawn(fun() -> ok end),
+    Ref = erlang:monitor(process, Dead),
+    receive {'DOWN', Ref, process, Dead, _} -> ok end,
+    {error, badarg} = M:controlling_process(S, Dead),
+    {ok, [{active, false}]} = getopts(Config, S, [active]),
+    ok = gen_tcp:send(Peer, <<"still ours">>),
+    {ok, <<"still ours">>} = M:recv(S, 10, 5000),
+    ok = M:send(S, <<"back">>),
+    {ok, <<"back">>} = gen_tcp:recv(Peer, 4, 5000),
     close_all(M, [S]), gen_tcp:close(Peer).
 
 %% Ownership changes while data streams in: old owner's messages then new owner's are the whole stream, in order.

@@ -255,8 +255,24 @@ ok({error, _} = E) -> throw(E).
 %% socket instead. A connection reset is `{error, closed}', or `{error,
 %% econnreset}' with `{show_econnreset, true}'.
 -spec send(socket(), iodata()) -> ok | {error, term()}.
+send(S, Data) when is_binary(Data) ->
+    %% One NIF call in the common case; tcp_send/3 sends nothing and answers
+    %% tcp_send_info/1's tuple when a header is to be added, bytes of a
+    %% timed-out send are queued or send_timeout is 0.
+    H = ?WAIT_HANDLE(),
+    IOV = [Data],
+    case nifsock_nif:tcp_send(S, IOV, H) of
+        ok -> ok;
+        {select, N, Timeout} -> send_waited(S, Data, N, H, deadline(Timeout));
+        {error, {Reason, N}} when is_integer(N) -> send_error(S, Reason);
+        {error, _} = Error -> sent(S, IOV, Error);
+        {Packet, Timeout, Queued} -> send(S, Data, Packet, Timeout, Queued)
+    end;
 send(S, Data) ->
     {Packet, Timeout, Queued} = nifsock_nif:tcp_send_info(S),
+    send(S, Data, Packet, Timeout, Queued).
+
+send(S, Data, Packet, Timeout, Queued) ->
     IOV = case Packet of
               N when is_integer(N) -> [<<(iolist_size(Data)):N/unit:8>>, Data];
               _ -> Data
@@ -264,6 +280,16 @@ send(S, Data) ->
     case Queued of
         false -> sent(S, IOV, nifsock:send(S, IOV, [], Timeout));
         true -> send_after_rest(S, IOV, deadline(Timeout))
+    end.
+
+%% tcp_send/3 wrote N bytes of Data and armed a select (handle H) for the
+%% rest: wait for it as nifsock:send/4 does, then send the rest.
+send_waited(S, Data, N, H, Deadline) ->
+    Rest = [binary_part(Data, N, byte_size(Data) - N)],
+    case nifsock_wait:await(S, send, H, Deadline) of
+        select -> sent(S, Rest, nifsock:send(S, Rest, [], nifsock_wait:remaining(Deadline)));
+        timeout -> timed_out(S, Rest);
+        Reason -> send_error(S, Reason)
     end.
 
 sent(_S, _IOV, ok) -> ok;

@@ -106,6 +106,8 @@
          tcp_accept_inherits_layer_options/1,
          tcp_header_delivery/1,
          tcp_send_timeout_keeps_rest/1,
+         tcp_send_binary_waits_for_peer/1,
+         tcp_send_binary_timeout_keeps_tail/1,
          tcp_send_timeout_close_closes/1,
          tcp_close_flushes_closed_message/1,
          tcp_controlling_process_hands_over_queued/1,
@@ -234,6 +236,8 @@ cases() ->
      tcp_accept_inherits_layer_options,
      tcp_header_delivery,
      tcp_send_timeout_keeps_rest,
+     tcp_send_binary_waits_for_peer,
+     tcp_send_binary_timeout_keeps_tail,
      tcp_send_timeout_close_closes,
      tcp_close_flushes_closed_message,
      tcp_controlling_process_hands_over_queued,
@@ -1834,6 +1838,57 @@ tcp_send_timeout_keeps_rest(Config) ->
     [] = [Seq || {Seq, Intact} <- Frames, not Intact],
     {ok, [{send_pend, 0}]} = getstat(M, S, [send_pend]),
     close_all(M, [S]), gen_tcp:close(Peer).
+
+%% A raw binary larger than both socket buffers is sent whole once the peer reads: send/2 waits for room and writes the rest in order.
+tcp_send_binary_waits_for_peer(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {sndbuf, 16384}]),
+    ok = inet:setopts(Peer, [{recbuf, 16384}]),
+    Big = pattern(1024 * 1024),
+    Self = self(),
+    spawn_link(fun() -> Self ! {read, read_bytes(Peer, byte_size(Big), [])} end),
+    ok = M:send(S, Big),
+    receive {read, Got} -> Big = Got after 30000 -> ct:fail(reader_stuck) end,
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% Raw binary sends to a peer that doesn't read end in {error, timeout}; the timed-out send's unwritten tail stays queued, so the peer then reads every binary whole, in order, followed by what the next send writes.
+tcp_send_binary_timeout_keeps_tail(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {send_timeout, 200}, {sndbuf, 16384}]),
+    ok = inet:setopts(Peer, [{recbuf, 16384}]),
+    Sent = send_chunks_until_timeout(M, S, 1, []),
+    ok = setopts(Config, S, [{send_timeout, 30000}]),
+    Expected = iolist_to_binary([Sent, <<"end">>]),
+    Self = self(),
+    spawn_link(fun() -> Self ! {read, read_bytes(Peer, byte_size(Expected), [])} end),
+    ok = M:send(S, <<"end">>),
+    receive {read, Got} -> Expected = Got after 30000 -> ct:fail(reader_stuck) end,
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% 64 KiB binaries, each its own bytes, until a send times out; the binaries
+%% sent (the timed-out one included).
+send_chunks_until_timeout(_M, _S, 1000, _Acc) ->
+    ct:fail(never_timed_out);
+send_chunks_until_timeout(M, S, I, Acc) ->
+    Chunk = << <<((I + J) rem 251)>> || J <- lists:seq(1, 65536) >>,
+    case M:send(S, Chunk) of
+        ok -> send_chunks_until_timeout(M, S, I + 1, [Chunk | Acc]);
+        {error, timeout} -> lists:reverse([Chunk | Acc])
+    end.
+
+%% N bytes that differ from one offset to the next (a misplaced byte shows).
+pattern(N) ->
+    << <<(I rem 251)>> || I <- lists:seq(1, N) >>.
+
+%% Exactly N bytes from a passive gen_tcp peer, or what came before it closed.
+read_bytes(_Peer, 0, Acc) ->
+    iolist_to_binary(lists:reverse(Acc));
+read_bytes(Peer, N, Acc) ->
+    case gen_tcp:recv(Peer, 0, 30000) of
+        {ok, B} when byte_size(B) =< N -> read_bytes(Peer, N - byte_size(B), [B | Acc]);
+        {ok, B} -> iolist_to_binary(lists:reverse([B | Acc]));
+        {error, _} -> iolist_to_binary(lists:reverse(Acc))
+    end.
 
 %% {send_timeout_close, true}: a send that times out closes the socket; later sends and recvs fail (closed, or gen_tcp's enotconn), and the {packet, 4} peer gets whole frames, then the end of the stream.
 tcp_send_timeout_close_closes(Config) ->

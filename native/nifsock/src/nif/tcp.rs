@@ -6,7 +6,8 @@ use rustler::{Binary, Encoder, Env, NifResult, Term};
 use crate::atoms;
 use crate::codec::args::{self, Mode, Sock};
 use crate::codec::{reply, tcp as codec};
-use crate::ops::tcp;
+use crate::core::packet::Packet;
+use crate::ops::{send, tcp};
 use crate::sys::iovec::IoVec;
 use crate::sys::msg;
 
@@ -142,6 +143,33 @@ fn tcp_accept<'a>(
 #[rustler::nif]
 fn tcp_send_info<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
     codec::send_info(env, &tcp::format::send_info(sock))
+}
+
+/// `nifsock_tcp:send/2` of a binary in one call when nothing is to be added
+/// or written first (no `{packet, N}` header, nothing queued by a timed-out
+/// send) and `send_timeout` is not 0: then it is
+/// `nifsock_nif:send(S, IOV, [], Handle, wait)`, with `{select, N, Timeout}`
+/// for its `{select, N}` (the caller's wait needs the timeout). Otherwise it
+/// sends nothing and returns `tcp_send_info`'s `{Packet, Timeout, Queued}`.
+#[rustler::nif]
+fn tcp_send<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    iov: Term<'a>,
+    handle: Term<'a>,
+) -> NifResult<Term<'a>> {
+    let info = tcp::format::send_info(sock);
+    if matches!(info.packet, Packet::Len(_)) || info.queued || info.send_timeout == Some(0) {
+        return Ok(codec::send_info(env, &info));
+    }
+    match send::send(env, sock, iov, 0, handle, Mode::Wait) {
+        Ok(send::Outcome::All) => Ok(atoms::ok().encode(env)),
+        Ok(send::Outcome::Select(n)) => Ok(codec::send_select(env, n, info.send_timeout)),
+        // (mode zero only)
+        Ok(send::Outcome::More(n)) => Ok((atoms::more(), n).encode(env)),
+        Err((e, 0)) => reply::error(env, e),
+        Err((e, n)) => reply::error_with(env, e, Some(n.encode(env))),
+    }
 }
 
 #[rustler::nif]

@@ -121,23 +121,28 @@ pub fn upgrades() -> u64 {
 
 /// The key of a value: its name and its type's size and alignment (FNV-1a).
 /// Not `TypeId`, which differs between builds of the same source from another
-/// directory. Never 0.
-fn key_of<T>(name: &str) -> u64 {
-    let size = std::mem::size_of::<T>().to_le_bytes();
-    let align = std::mem::align_of::<T>().to_le_bytes();
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in name.bytes().chain(size).chain(align) {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
+/// directory. Never 0. A `const fn`: [`Named::new`] computes it at compile
+/// time, so [`shared`] (on the readiness hot path) hashes nothing.
+const fn key_of<T>(name: &str) -> u64 {
+    const fn fold(mut h: u64, mut bytes: &[u8]) -> u64 {
+        while let [b, rest @ ..] = bytes {
+            h ^= *b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+            bytes = rest;
+        }
+        h
     }
-    h | 1
+    let h = fold(0xcbf2_9ce4_8422_2325, name.as_bytes());
+    let h = fold(h, &std::mem::size_of::<T>().to_le_bytes());
+    fold(h, &std::mem::align_of::<T>().to_le_bytes()) | 1
 }
 
 /// A name for a value of type `T` in the shared block: every build that
 /// names a value `name` gives it the same type (the upgrade fingerprint
 /// covers the type's layout).
 pub struct Named<T> {
-    name: &'static str,
+    /// [`key_of`] the name and `T`.
+    key: u64,
     _t: std::marker::PhantomData<fn() -> T>,
 }
 
@@ -145,7 +150,7 @@ impl<T> Named<T> {
     /// The value called `name` (one type per name, in every build).
     pub const fn new(name: &'static str) -> Named<T> {
         Named {
-            name,
+            key: key_of::<T>(name),
             _t: std::marker::PhantomData,
         }
     }
@@ -155,7 +160,7 @@ impl<T> Named<T> {
 /// old library's). From `load`/`upgrade`; false if every value slot is taken.
 /// The value is never freed (nor is the block).
 pub fn init_shared<T: Default + Send + Sync + 'static>(n: &Named<T>) -> bool {
-    let key = key_of::<T>(n.name);
+    let key = n.key;
     for v in &current().values {
         match v
             .key
@@ -175,7 +180,7 @@ pub fn init_shared<T: Default + Send + Sync + 'static>(n: &Named<T>) -> bool {
 
 /// The shared block's value `n` (None before [`init_shared`] made it).
 pub fn shared<T: Send + Sync + 'static>(n: &Named<T>) -> Option<&'static T> {
-    let key = key_of::<T>(n.name);
+    let key = n.key;
     let v = current()
         .values
         .iter()

@@ -51,6 +51,12 @@ pub fn send_info<'a>(env: Env<'a>, i: &SendInfo) -> Term<'a> {
         .encode(env)
 }
 
+/// `{select, N, SendTimeout}`: `tcp_send` wrote `n` bytes and armed a select
+/// for the rest.
+pub fn send_select(env: Env, n: usize, send_timeout: Option<u32>) -> Term {
+    (atoms::select(), n, timeout(env, send_timeout)).encode(env)
+}
+
 /// A socket's `nifsock_tcp` options as `tcp_getopts` reads them.
 #[derive(Debug, Clone, Copy)]
 pub struct TcpView {

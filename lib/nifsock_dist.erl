@@ -463,7 +463,7 @@ hs_getll(Ctrl) ->
 %% @private
 -spec hs_handshake_complete(pid(), node(), term()) -> ok.
 hs_handshake_complete(Ctrl, _Node, DHandle) ->
-    nifsock_dist_conn:handshake_complete(Ctrl, DHandle).
+    nifsock_dist_conn:handshake_complete(Ctrl, socket(), DHandle).
 
 %% @private
 %% net_kernel:setopts(Node, Opts) on a live connection.

@@ -23,7 +23,7 @@
 %% and 0.4x the throughput on large messages.
 -module(nifsock_dist_conn).
 
--export([start_link/1, handshake_complete/2, tick/1]).
+-export([start_link/1, handshake_complete/3, tick/1]).
 -export([controller/2, input/4]).
 
 -include("nifsock_internal.hrl").
@@ -33,6 +33,8 @@
 -define(SPAWN_OPTS, [{message_queue_data, off_heap}, {fullsweep_after, 0}]).
 %% The most bytes one send takes from the VM's queue.
 -define(BATCH_BYTES, (256 * 1024)).
+%% The input handler's active count: chunks (up to 64 KB each) read ahead.
+-define(ACTIVE_N, 64).
 
 -record(in, {sock :: nifsock_tcp:socket(),
              dhandle :: term()}).
@@ -47,14 +49,20 @@
 start_link(S) ->
     spawn_opt(?MODULE, controller, [S, self()], [link, {priority, max} | ?SPAWN_OPTS]).
 
-%% @doc The handshake is done: start moving data. Called by the supervisor.
--spec handshake_complete(pid(), term()) -> ok.
-handshake_complete(Ctrl, DHandle) ->
+%% @doc The handshake is done: start moving data. Called by the supervisor,
+%% the owner of `S' until then: it hands the socket to the input handler.
+-spec handshake_complete(pid(), nifsock_tcp:socket(), term()) -> ok.
+handshake_complete(Ctrl, S, DHandle) ->
     Mon = erlang:monitor(process, Ctrl),
     Ctrl ! {handshake_complete, self(), Mon, DHandle},
     receive
-        {Mon, ok} ->
+        {Mon, ok, Input} ->
             erlang:demonitor(Mon, [flush]),
+            case nifsock_tcp:controlling_process(S, Input) of
+                ok -> ok;
+                {error, Reason} -> exit({dist_controlling_process, Reason})
+            end,
+            Input ! {self(), owner},
             ok;
         {'DOWN', Mon, process, Ctrl, Reason} ->
             exit({dist_controller_exit, Reason})
@@ -77,8 +85,7 @@ controller(S, Sup) ->
             _ = erlang:dist_ctrl_set_opt(DHandle, get_size, true),
             Input = spawn_opt(?MODULE, input, [S, DHandle, Sup, self()], [link | ?SPAWN_OPTS]),
             ok = erlang:dist_ctrl_input_handler(DHandle, Input),
-            Input ! {self(), registered},
-            Sup ! {Mon, ok},
+            Sup ! {Mon, ok, Input},
             process_flag(priority, normal),
             ok = erlang:dist_ctrl_get_data_notification(DHandle),
             idle(#out{sock = S, dhandle = DHandle, ref = make_ref()})
@@ -131,26 +138,43 @@ blocked(#out{sock = S, ref = Ref} = O, Rest, Then) ->
 
 %% @private
 -spec input(nifsock_tcp:socket(), term(), pid(), pid()) -> no_return().
-input(S, DHandle, Sup, Ctrl) ->
+input(S, DHandle, Sup, _Ctrl) ->
     link(Sup),
-    %% Put no data before the VM knows us as the input handler.
-    receive {Ctrl, registered} -> ok end,
+    %% Put no data before the VM knows us as the input handler, and read
+    %% nothing before we own the socket: the supervisor says when both hold.
+    receive {Sup, owner} -> ok end,
+    ok = arm(S),
     stream(#in{sock = S, dhandle = DHandle}, <<>>).
 
 stream(I, <<Len:32, Packet:Len/binary, Rest/binary>>) ->
     put_data(I, Packet),
     stream(I, Rest);
 stream(I, <<>>) ->
-    stream(I, read_chunk(I));
+    stream(I, chunk(I));
 stream(I, <<Len:32, Part/binary>>) ->
     fill(I, Len - byte_size(Part), [Part || Part =/= <<>>]);
-stream(#in{sock = S} = I, Head) ->
-    %% Less than a header: finish it.
-    stream(I, <<Head/binary, (read(S, 4 - byte_size(Head)))/binary>>).
+stream(I, Head) ->
+    %% Less than a header: finish it from the next chunk.
+    header(I, Head, chunk(I)).
 
-%% The packet continues in the next reads: Acc holds its first parts, reversed.
+%% Head (under 4 bytes) starts a header that Chunk continues.
+header(I, Head, Chunk) when byte_size(Head) + byte_size(Chunk) < 4 ->
+    header(I, <<Head/binary, Chunk/binary>>, chunk(I));
+header(I, Head, Chunk) ->
+    HeadRest = 4 - byte_size(Head),
+    <<More:HeadRest/binary, Rest/binary>> = Chunk,
+    <<Len:32>> = <<Head/binary, More/binary>>,
+    case Rest of
+        <<Packet:Len/binary, Rest1/binary>> ->
+            put_data(I, Packet),
+            stream(I, Rest1);
+        _ ->
+            fill(I, Len - byte_size(Rest), [Rest || Rest =/= <<>>])
+    end.
+
+%% The packet continues in the next chunks: Acc holds its first parts, reversed.
 fill(I, Need, Acc) ->
-    case read_chunk(I) of
+    case chunk(I) of
         <<Tail:Need/binary, Rest/binary>> ->
             put_data(I, case Acc of [] -> Tail; _ -> lists:reverse(Acc, [Tail]) end),
             stream(I, Rest);
@@ -158,14 +182,25 @@ fill(I, Need, Acc) ->
             fill(I, Need - byte_size(Chunk), [Chunk | Acc])
     end.
 
-%% recv(S, 0): what is there, up to nifsock's read size (64 KB).
-read_chunk(#in{sock = S}) ->
-    read(S, 0).
+%% The next chunk the readiness drain read for us: what had arrived, up to
+%% nifsock's read size (64 KB).
+chunk(#in{sock = S} = I) ->
+    receive
+        {nifsock, S, Bin} -> Bin;
+        {nifsock_passive, S} -> ok = arm(S), chunk(I);
+        {nifsock_closed, S} -> exit(connection_closed);
+        {nifsock_error, S, Reason} -> exit({recv_error, Reason});
+        _ -> chunk(I)
+    end.
 
-read(S, Length) ->
-    case nifsock_tcp:recv(S, Length) of
-        {ok, Bin} -> Bin;
+%% {active, N}, not {active, true}: at most ?ACTIVE_N chunks wait in our
+%% mailbox, so a peer faster than we are is held back by TCP, as inet_drv
+%% holds it back, instead of filling our memory.
+arm(S) ->
+    case nifsock_tcp:setopts(S, [{active, ?ACTIVE_N}]) of
+        ok -> ok;
         {error, closed} -> exit(connection_closed);
+        {error, einval} -> exit(connection_closed);
         {error, Reason} -> exit({recv_error, Reason})
     end.
 

@@ -12,13 +12,21 @@
 %% sends don't block: while the socket is full it waits for the select
 %% message and ignores ticks (bytes are pending, so the peer will see traffic).
 %%
-%% The input handler reads with passive nifsock recvs in raw binary mode,
-%% `recv(S, 0)': whatever has arrived, up to 64 KB, read straight into a
-%% binary. It frames the packets itself and hands each one to
-%% `erlang:dist_ctrl_put_data/2' as a sub-binary of that read: no copy. A
-%% packet cut by the end of a read (ERTS sends large messages as ~64 KB
+%% The input handler owns the socket after the handshake (the supervisor
+%% hands it over once the VM knows the handler, so no data is put before) and
+%% keeps it in raw binary `{active, 64}' mode: the readiness drain (the
+%% driver port's `ready_input' on a scheduler) reads whatever has arrived, up
+%% to 64 KB (straight into a binary while the connection streams), and sends
+%% it to the handler as a message: no select message, no recv call, no
+%% EAGAIN read per wait, as the passive `recv(S, 0)' it replaces had. The
+%% count bounds what waits in the handler's mailbox (64 chunks): a peer
+%% faster than the handler is held back by TCP; `{active, true}' would let
+%% the drain read without limit. It is re-armed on the passive message.
+%% The handler frames the packets itself and hands each one to
+%% `erlang:dist_ctrl_put_data/2' as a sub-binary of that chunk: no copy. A
+%% packet cut by the end of a chunk (ERTS sends large messages as ~64 KB
 %% fragments, so with a stream of them that is one per read) is completed from
-%% the next read and handed over as an iolist of its pieces, which ERTS joins.
+%% the next chunks and handed over as an iolist of its pieces, which ERTS joins.
 %% Framing in the NIF instead (`{packet, 4}') measured 2x the CPU per MB
 %% and 0.4x the throughput on large messages.
 -module(nifsock_dist_conn).

@@ -17,7 +17,8 @@
          dist_mixed_cluster_with_inet_tcp/1, dist_inet6/1,
          dist_disconnect_closes_socket_and_reconnects/1, dist_wrong_cookie_pang/1,
          dist_connection_options/1, dist_ticks/1, dist_check_ip/1,
-         dist_interleaved_large_and_small_in_order/1, dist_nodedown_with_data_in_flight/1]).
+         dist_interleaved_large_and_small_in_order/1, dist_nodedown_with_data_in_flight/1,
+         dist_tiny_reads_frame_intact/1]).
 %% run inside the peers
 -export([big_exchange/2, big_peer/1, small_exchange/2, small_peer/2, watch_node/1,
          await_nodedown/1, socket_count/0, await_no_connection/2,
@@ -36,7 +37,8 @@ all() ->
      dist_nodedown_when_peer_killed, dist_mixed_cluster_with_inet_tcp, dist_inet6,
      dist_disconnect_closes_socket_and_reconnects, dist_wrong_cookie_pang,
      dist_connection_options, dist_ticks, dist_check_ip,
-     dist_interleaved_large_and_small_in_order, dist_nodedown_with_data_in_flight].
+     dist_interleaved_large_and_small_in_order, dist_nodedown_with_data_in_flight,
+     dist_tiny_reads_frame_intact].
 
 init_per_testcase(_Case, Config) ->
     Config.
@@ -228,6 +230,20 @@ dist_interleaved_large_and_small_in_order(_Config) ->
          {PA, _A} = start_node(C),
          {_PB, B} = start_node(C),
          ?assertEqual({C, ok}, {C, peer:call(PA, ?MODULE, mixed_exchange, [B, 3000], 60000)})
+     end || C <- [inet_tcp, nifsock]],
+    ok.
+
+%% @doc Over inet_tcp_dist and nifsock_dist: with `{buffer, 7}' on the
+%% connections every read is at most 7 bytes, so length headers and packets
+%% are cut at every place; the interleaved exchange still arrives intact and
+%% in order.
+dist_tiny_reads_frame_intact(_Config) ->
+    Tiny = ["-kernel", "inet_dist_listen_options", "[{buffer,7}]",
+            "-kernel", "inet_dist_connect_options", "[{buffer,7}]"],
+    [begin
+         {PA, _A} = start_node(C, "nifsock_dist_suite", Tiny),
+         {_PB, B} = start_node(C, "nifsock_dist_suite", Tiny),
+         ?assertEqual({C, ok}, {C, peer:call(PA, ?MODULE, mixed_exchange, [B, 300], 60000)})
      end || C <- [inet_tcp, nifsock]],
     ok.
 

@@ -18,12 +18,12 @@
          dist_disconnect_closes_socket_and_reconnects/1, dist_wrong_cookie_pang/1,
          dist_connection_options/1, dist_ticks/1, dist_check_ip/1,
          dist_interleaved_large_and_small_in_order/1, dist_nodedown_with_data_in_flight/1,
-         dist_tiny_reads_frame_intact/1]).
+         dist_tiny_reads_frame_intact/1, dist_streams_and_round_trips_alternate/1]).
 %% run inside the peers
 -export([big_exchange/2, big_peer/1, small_exchange/2, small_peer/2, watch_node/1,
          await_nodedown/1, socket_count/0, await_no_connection/2,
          mixed_exchange/2, mixed_peer/2, start_flood/1, flood_peer/2, dist_ctrl/1,
-         await_connection_gone/3]).
+         await_connection_gone/3, phases/2, echo/0]).
 
 -define(T, 30000).
 -define(BIG, (10 * 1024 * 1024)).
@@ -38,7 +38,7 @@ all() ->
      dist_disconnect_closes_socket_and_reconnects, dist_wrong_cookie_pang,
      dist_connection_options, dist_ticks, dist_check_ip,
      dist_interleaved_large_and_small_in_order, dist_nodedown_with_data_in_flight,
-     dist_tiny_reads_frame_intact].
+     dist_tiny_reads_frame_intact, dist_streams_and_round_trips_alternate].
 
 init_per_testcase(_Case, Config) ->
     Config.
@@ -247,6 +247,17 @@ dist_tiny_reads_frame_intact(_Config) ->
      end || C <- [inet_tcp, nifsock]],
     ok.
 
+%% @doc Over inet_tcp_dist and nifsock_dist: five times a 2 MB binary each
+%% way (nifsock_dist's input handler then reads passively) and 200 small
+%% round trips (it is active again): every binary and answer arrives intact.
+dist_streams_and_round_trips_alternate(_Config) ->
+    [begin
+         {PA, _A} = start_node(C),
+         {_PB, B} = start_node(C),
+         ?assertEqual({C, ok}, {C, peer:call(PA, ?MODULE, phases, [B, 5], 60000)})
+     end || C <- [inet_tcp, nifsock]],
+    ok.
+
 %% @doc Over inet_tcp_dist and nifsock_dist: the peer's OS process killed
 %% while both sides stream 1 MB binaries at each other (data queued to send,
 %% read and not yet handled) gives nodedown, and the connection's socket is
@@ -361,6 +372,35 @@ receive_mixed(I, N) ->
         {mixed, J, Bin} -> {wrong, I, J, byte_size(Bin)}
     after 30000 ->
             {missing_from, I}
+    end.
+
+%% @doc On A: N times a 2 MB binary each way, then 200 round trips to an
+%% echo process on B.
+phases(_B, 0) ->
+    ok;
+phases(B, N) ->
+    ok = big_exchange(B, 2 * 1024 * 1024 + N),
+    Echo = spawn_link(B, ?MODULE, echo, []),
+    ok = ping_pong(Echo, 200),
+    Echo ! stop,
+    phases(B, N - 1).
+
+ping_pong(_Echo, 0) ->
+    ok;
+ping_pong(Echo, K) ->
+    Echo ! {self(), K},
+    receive
+        {Echo, K} -> ping_pong(Echo, K - 1);
+        {Echo, Other} -> {wrong_answer, K, Other}
+    after 30000 ->
+            {no_answer, K}
+    end.
+
+%% @doc On B: answers `{From, X}' with `{self(), X}' until `stop'.
+echo() ->
+    receive
+        {From, X} -> From ! {self(), X}, echo();
+        stop -> ok
     end.
 
 %% @doc On A: 1 MB binaries stream to a sink on B and from B to a sink here,

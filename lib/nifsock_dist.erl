@@ -12,14 +12,17 @@
 %% Each connection is run by three processes:
 %% <ul>
 %% <li>the connection supervisor: the process running the `dist_util'
-%%     handshake and then its tick loop. It owns the socket, so the socket is
-%%     closed when the connection goes away, however it goes away;</li>
+%%     handshake and then its tick loop. It owns the socket during the
+%%     handshake;</li>
 %% <li>the controller (`nifsock_dist_conn', registered with `erlang:setnode/3'):
 %%     the output side, and the only writer of the socket, ticks included;</li>
-%% <li>the input handler (`nifsock_dist_conn'): passive reads, framing, and
-%%     `erlang:dist_ctrl_put_data/2'.</li>
+%% <li>the input handler (`nifsock_dist_conn'): the socket's owner after the
+%%     handshake, in active mode (the data comes to it from nifsock's readiness
+%%     drain), framing, and `erlang:dist_ctrl_put_data/2'.</li>
 %% </ul>
-%% The three are linked: any one dying takes the connection down.
+%% The three are linked: any one dying takes the connection down, and the
+%% socket's owner with it, so the socket is closed however the connection
+%% goes away.
 %%
 %% `nifsock6_dist' is the same carrier over IPv6 (`-proto_dist nifsock6').
 -module(nifsock_dist).
@@ -445,7 +448,8 @@ hs_recv(_Ctrl, Length, Timeout) ->
 
 %% @private
 %% After the handshake the input handler does its own framing over raw binary
-%% reads (see nifsock_dist_conn); bytes already read stay queued in nifsock.
+%% active delivery (see nifsock_dist_conn); bytes already read stay queued in
+%% nifsock and are its first message.
 -spec hs_pre_nodeup(pid()) -> ok | {error, term()}.
 hs_pre_nodeup(_Ctrl) ->
     nifsock_tcp:setopts(socket(), [{packet, raw}, binary, nodelay()]).
@@ -463,7 +467,7 @@ hs_getll(Ctrl) ->
 %% @private
 -spec hs_handshake_complete(pid(), node(), term()) -> ok.
 hs_handshake_complete(Ctrl, _Node, DHandle) ->
-    nifsock_dist_conn:handshake_complete(Ctrl, DHandle).
+    nifsock_dist_conn:handshake_complete(Ctrl, socket(), DHandle).
 
 %% @private
 %% net_kernel:setopts(Node, Opts) on a live connection.

@@ -16,10 +16,14 @@
          dist_small_messages_in_order/1, dist_nodedown_when_peer_killed/1,
          dist_mixed_cluster_with_inet_tcp/1, dist_inet6/1,
          dist_disconnect_closes_socket_and_reconnects/1, dist_wrong_cookie_pang/1,
-         dist_connection_options/1, dist_ticks/1, dist_check_ip/1]).
+         dist_connection_options/1, dist_ticks/1, dist_check_ip/1,
+         dist_interleaved_large_and_small_in_order/1, dist_nodedown_with_data_in_flight/1,
+         dist_tiny_reads_frame_intact/1, dist_streams_and_round_trips_alternate/1]).
 %% run inside the peers
 -export([big_exchange/2, big_peer/1, small_exchange/2, small_peer/2, watch_node/1,
-         await_nodedown/1, socket_count/0, await_no_connection/2]).
+         await_nodedown/1, socket_count/0, await_no_connection/2,
+         mixed_exchange/2, mixed_peer/2, start_flood/1, flood_peer/2, dist_ctrl/1,
+         await_connection_gone/3, phases/2, echo/0]).
 
 -define(T, 30000).
 -define(BIG, (10 * 1024 * 1024)).
@@ -32,7 +36,9 @@ all() ->
     [dist_ping, dist_rpc, dist_big_messages_both_ways, dist_small_messages_in_order,
      dist_nodedown_when_peer_killed, dist_mixed_cluster_with_inet_tcp, dist_inet6,
      dist_disconnect_closes_socket_and_reconnects, dist_wrong_cookie_pang,
-     dist_connection_options, dist_ticks, dist_check_ip].
+     dist_connection_options, dist_ticks, dist_check_ip,
+     dist_interleaved_large_and_small_in_order, dist_nodedown_with_data_in_flight,
+     dist_tiny_reads_frame_intact, dist_streams_and_round_trips_alternate].
 
 init_per_testcase(_Case, Config) ->
     Config.
@@ -215,6 +221,65 @@ dist_check_ip(_Config) ->
     ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
     ok.
 
+%% @doc Over inet_tcp_dist and nifsock_dist: 3000 messages each way at the
+%% same time, every 50th a binary of 300 KB or more (ERTS cuts it into
+%% fragments, the reads cut those again), the rest a few bytes, arrive intact
+%% and in order.
+dist_interleaved_large_and_small_in_order(_Config) ->
+    [begin
+         {PA, _A} = start_node(C),
+         {_PB, B} = start_node(C),
+         ?assertEqual({C, ok}, {C, peer:call(PA, ?MODULE, mixed_exchange, [B, 3000], 60000)})
+     end || C <- [inet_tcp, nifsock]],
+    ok.
+
+%% @doc Over inet_tcp_dist and nifsock_dist: with `{buffer, 7}' on the
+%% connections every read is at most 7 bytes, so length headers and packets
+%% are cut at every place; the interleaved exchange still arrives intact and
+%% in order.
+dist_tiny_reads_frame_intact(_Config) ->
+    Tiny = ["-kernel", "inet_dist_listen_options", "[{buffer,7}]",
+            "-kernel", "inet_dist_connect_options", "[{buffer,7}]"],
+    [begin
+         {PA, _A} = start_node(C, "nifsock_dist_suite", Tiny),
+         {_PB, B} = start_node(C, "nifsock_dist_suite", Tiny),
+         ?assertEqual({C, ok}, {C, peer:call(PA, ?MODULE, mixed_exchange, [B, 300], 60000)})
+     end || C <- [inet_tcp, nifsock]],
+    ok.
+
+%% @doc Over inet_tcp_dist and nifsock_dist: five times a 2 MB binary each
+%% way (nifsock_dist's input handler then reads passively) and 200 small
+%% round trips (it is active again): every binary and answer arrives intact.
+dist_streams_and_round_trips_alternate(_Config) ->
+    [begin
+         {PA, _A} = start_node(C),
+         {_PB, B} = start_node(C),
+         ?assertEqual({C, ok}, {C, peer:call(PA, ?MODULE, phases, [B, 5], 60000)})
+     end || C <- [inet_tcp, nifsock]],
+    ok.
+
+%% @doc Over inet_tcp_dist and nifsock_dist: the peer's OS process killed
+%% while both sides stream 1 MB binaries at each other (data queued to send,
+%% read and not yet handled) gives nodedown, and the connection's socket is
+%% closed: the dist controller port is gone (inet_tcp) or only the listener's
+%% socket is left (nifsock).
+dist_nodedown_with_data_in_flight(_Config) ->
+    [begin
+         {PA, _A} = start_node(C),
+         {PB, B} = start_node(C),
+         ?assertEqual(ok, peer:call(PA, ?MODULE, start_flood, [B], 60000)),
+         Ctrl = peer:call(PA, ?MODULE, dist_ctrl, [B], ?T),
+         ok = peer:call(PA, ?MODULE, watch_node, [B], ?T),
+         OsPid = peer:call(PB, os, getpid, [], ?T),
+         _ = os:cmd("kill -9 " ++ OsPid),
+         {nodedown, _At, Reasons} = peer:call(PA, ?MODULE, await_nodedown, [20000], ?T),
+         ct:pal("~p: nodedown reasons ~p", [C, Reasons]),
+         ?assertMatch([monitor_node, {monitor_nodes, _}], Reasons),
+         ?assertEqual({C, ok},
+                      {C, peer:call(PA, ?MODULE, await_connection_gone, [C, Ctrl, 10000], ?T)})
+     end || C <- [inet_tcp, nifsock]],
+    ok.
+
 tick_counts(PA, B) ->
     {ok, Info} = peer:call(PA, net_kernel, node_info, [B], ?T),
     {ok, proplists:get_value(in, Info), proplists:get_value(out, Info)}.
@@ -273,6 +338,124 @@ receive_in_order(I, N) ->
         {seq, J} -> {out_of_order, I, J}
     after 30000 ->
             {missing_from, I}
+    end.
+
+%% @doc On A: N messages each way at the same time, small ones and every 50th
+%% a large binary, each side checking content and order.
+mixed_exchange(B, N) ->
+    Peer = spawn_link(B, ?MODULE, mixed_peer, [self(), N]),
+    _ = spawn_link(fun() -> [Peer ! mixed(I) || I <- lists:seq(1, N)] end),
+    Got = receive_mixed(1, N),
+    PeerGot = receive {Peer, R} -> R after 50000 -> timeout end,
+    case {Got, PeerGot} of
+        {ok, ok} -> ok;
+        Other -> Other
+    end.
+
+%% @doc On B: sends A the same N messages while checking A's.
+mixed_peer(From, N) ->
+    Self = self(),
+    _ = spawn_link(fun() -> [From ! mixed(I) || I <- lists:seq(1, N)], Self ! sent end),
+    Got = receive_mixed(1, N),
+    receive sent -> ok end,
+    From ! {self(), Got}.
+
+mixed(I) when I rem 50 =:= 0 -> {mixed, I, binary:copy(<<I:32>>, 75000 + I)};
+mixed(I) -> {mixed, I, <<I:32>>}.
+
+receive_mixed(I, N) when I > N ->
+    ok;
+receive_mixed(I, N) ->
+    Want = mixed(I),
+    receive
+        Want -> receive_mixed(I + 1, N);
+        {mixed, J, Bin} -> {wrong, I, J, byte_size(Bin)}
+    after 30000 ->
+            {missing_from, I}
+    end.
+
+%% @doc On A: N times a 2 MB binary each way, then 200 round trips to an
+%% echo process on B.
+phases(_B, 0) ->
+    ok;
+phases(B, N) ->
+    ok = big_exchange(B, 2 * 1024 * 1024 + N),
+    Echo = spawn_link(B, ?MODULE, echo, []),
+    ok = ping_pong(Echo, 200),
+    Echo ! stop,
+    phases(B, N - 1).
+
+ping_pong(_Echo, 0) ->
+    ok;
+ping_pong(Echo, K) ->
+    Echo ! {self(), K},
+    receive
+        {Echo, K} -> ping_pong(Echo, K - 1);
+        {Echo, Other} -> {wrong_answer, K, Other}
+    after 30000 ->
+            {no_answer, K}
+    end.
+
+%% @doc On B: answers `{From, X}' with `{self(), X}' until `stop'.
+echo() ->
+    receive
+        {From, X} -> From ! {self(), X}, echo();
+        stop -> ok
+    end.
+
+%% @doc On A: 1 MB binaries stream to a sink on B and from B to a sink here,
+%% until the connection goes; returns once each sink has had 5 MB.
+start_flood(B) ->
+    Self = self(),
+    SinkA = spawn(fun() -> flood_sink(Self, a, 0) end),
+    _ = spawn(B, ?MODULE, flood_peer, [SinkA, Self]),
+    receive
+        {sink_b, SinkB} -> _ = spawn(fun() -> flood(SinkB, flood_bin()) end)
+    after 30000 -> error(no_sink_b)
+    end,
+    [receive {flooded, Side} -> ok after 50000 -> error({no_flood, Side}) end || Side <- [a, b]],
+    ok.
+
+%% @doc On B: a sink for A's stream, and a stream to A's sink.
+flood_peer(SinkA, Caller) ->
+    SinkB = spawn(fun() -> flood_sink(Caller, b, 0) end),
+    Caller ! {sink_b, SinkB},
+    flood(SinkA, flood_bin()).
+
+flood_bin() -> binary:copy(<<"flood!!!">>, 131072).
+
+%% Sends until the connection is gone (noconnect: no new connection attempt).
+flood(To, Bin) ->
+    case erlang:send(To, Bin, [noconnect]) of
+        ok -> flood(To, Bin);
+        _ -> ok
+    end.
+
+flood_sink(Report, Side, Got) ->
+    receive
+        Bin when is_binary(Bin) ->
+            Got1 = Got + byte_size(Bin),
+            Got < 5000000 andalso Got1 >= 5000000 andalso (Report ! {flooded, Side}),
+            flood_sink(Report, Side, Got1)
+    end.
+
+%% @doc On A: the controller of the connection to B (a port for inet_tcp).
+dist_ctrl(B) ->
+    proplists:get_value(B, erlang:system_info(dist_ctrl)).
+
+%% @doc On A: waits until no node is connected and the connection's socket
+%% is closed: the controller port closed (inet_tcp), or only the listener's
+%% nifsock socket left (nifsock).
+await_connection_gone(_Carrier, Ctrl, Timeout) when Timeout =< 0 ->
+    {still, nodes(), Ctrl, socket_count()};
+await_connection_gone(Carrier, Ctrl, Timeout) ->
+    Gone = case Carrier of
+               inet_tcp -> erlang:port_info(Ctrl) =:= undefined;
+               nifsock -> socket_count() =:= 1
+           end,
+    case {nodes(), Gone} of
+        {[], true} -> ok;
+        _ -> timer:sleep(20), await_connection_gone(Carrier, Ctrl, Timeout - 20)
     end.
 
 %% @doc On A: starts a watcher of node B (monitor_node and monitor_nodes).

@@ -67,7 +67,7 @@
          tcp_accept_inherits_priority/1,
          tcp_getopts_setopts_roundtrip/1,
          tcp_setopts_invalid/1,
-         tcp_large_data_active/1,
+         tcp_large_data_active/1, tcp_active_n_large_stream/1,
          tcp_active_false_stops_delivery_stress/1,
          tcp_active_false_no_late_messages/1,
          tcp_large_packet_active/1,
@@ -198,6 +198,7 @@ cases() ->
      tcp_getopts_setopts_roundtrip,
      tcp_setopts_invalid,
      tcp_large_data_active,
+     tcp_active_n_large_stream,
      tcp_active_false_stops_delivery_stress,
      tcp_active_false_no_late_messages,
      tcp_large_packet_active,
@@ -1152,6 +1153,38 @@ tcp_large_data_active(Config) ->
     no_msg(S),
     unlink(Writer),
     close_all(M, [S]), gen_tcp:close(Peer).
+
+%% 4 MiB in {active, 3} raw binary mode, re-armed on each passive message, arrive complete and in order, each passive message after exactly 3 data messages.
+tcp_active_n_large_stream(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    Data = rand_bytes(?BIG),
+    ok = setopts(Config, S, [{active, 3}]),
+    Writer = spawn_link(fun() -> ok = gen_tcp:send(Peer, Data) end),
+    Data = collect_rearming(Config, S, ?BIG, 3, []),
+    unlink(Writer),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% Data messages until Len bytes; after each N-th the next message must be
+%% the passive one, and the count is re-armed.
+collect_rearming(Config, S, Len, N, Acc) ->
+    collect_rearming(Config, S, Len, N, N, 0, Acc).
+
+collect_rearming(_Config, _S, Len, _N, _Left, Got, Acc) when Got >= Len ->
+    iolist_to_binary(lists:reverse(Acc));
+collect_rearming(Config, S, Len, N, 0, Got, Acc) ->
+    {_, _, _, PT} = tags(Config),
+    receive
+        {PT, S} -> ok;
+        Other when is_tuple(Other), element(2, Other) =:= S -> ct:fail({not_passive, Got, Other})
+    after ?T ->
+            ct:fail({no_passive_message, Got, flush_all()})
+    end,
+    ok = setopts(Config, S, [{active, N}]),
+    collect_rearming(Config, S, Len, N, N, Got, Acc);
+collect_rearming(Config, S, Len, N, Left, Got, Acc) ->
+    D = data(Config, S),
+    collect_rearming(Config, S, Len, N, Left - 1, Got + byte_size(D), [D | Acc]).
 
 %% While data streams in, {active, true} -> {active, false} -> recv -> {active, true} many times: once setopts([{active, false}]) returns no data message comes, and messages + recv results make up the stream in order.
 tcp_active_false_stops_delivery_stress(Config) ->

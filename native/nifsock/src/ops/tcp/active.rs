@@ -5,17 +5,23 @@
 use super::{close_ended, frame, read_into, Read};
 use crate::codec::args::Sock;
 use crate::codec::tcp::{self as codec, ActiveArg};
+use crate::core::errno::is_would_block;
 use crate::core::limits::MAX_DELIVERY_READS;
 use crate::core::packet::Found;
+use crate::core::packet::Packet;
 use crate::error::{Error, Result};
 use crate::lifecycle;
+use crate::ops::scratch_read::{self, ScratchRead};
 use crate::readiness;
+use crate::socket::TcpOpts;
 use crate::socket::{Active, Phase, Socket, Tags};
+use crate::stats;
 use crate::sys::msg;
 use crate::sys::resource::Obj;
 use crate::sys::select::Dir;
+use crate::sys::syscall;
 use rustler::sys::ErlNifPid;
-use rustler::{Env, Term};
+use rustler::{Binary, Encoder, Env, NewBinary, OwnedBinary, Term};
 
 /// Where a delivery runs.
 enum Via<'a, 'm, 'o> {
@@ -93,17 +99,7 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
                     codec::data_msg(env, sock, bytes, &opts)
                 });
                 pending.drain(..consumed.min(pending.len()));
-                opts.active = match opts.active {
-                    Active::Once => Active::Off,
-                    Active::Count(n) if n <= 1 => {
-                        via.emit(obj, &owner, |env, sock| {
-                            codec::tagged(env, opts.tags.passive, sock)
-                        });
-                        Active::Off
-                    }
-                    Active::Count(n) => Active::Count(n - 1),
-                    other => other,
-                };
+                opts.active = count_down(via, obj, &owner, &opts);
             }
             Found::TooLarge => {
                 // As inet: what was read is dropped with the bad packet.
@@ -124,13 +120,27 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
             }
             Found::Incomplete => {
                 reads += 1;
-                let before = pending.len();
-                let r = match read_into(s, &mut pending, rcvbuf) {
+                let r = if pending.is_empty() && raw_binary(&opts) {
+                    // Raw binary mode with nothing buffered: a read is a
+                    // packet, built from the read itself (no pass through
+                    // `pending`).
+                    let (r, n) = read_raw(via, obj, s, &owner, &opts, rcvbuf);
+                    read_bytes += n;
+                    if n > 0 {
+                        opts.active = count_down(via, obj, &owner, &opts);
+                    }
+                    r
+                } else {
+                    let before = pending.len();
+                    let r = read_into(s, &mut pending, rcvbuf);
+                    read_bytes += pending.len().saturating_sub(before);
+                    r
+                };
+                let r = match r {
                     // the end after a send met the peer's reset is that reset
                     Read::Eof if s.peer_reset() => Read::Failed(libc::ECONNRESET),
                     r => r,
                 };
-                read_bytes += pending.len().saturating_sub(before);
                 match r {
                     // Short read: the queue is empty; deliver what framed, then
                     // arm without the EAGAIN read. (Not after a hang-up seen by
@@ -183,6 +193,91 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
         End::Done
     };
     (end, read_bytes)
+}
+
+/// The active mode after one packet was delivered (and the passive message,
+/// when that was the count's last).
+fn count_down(via: &Via, obj: Obj<'_, Socket>, owner: &ErlNifPid, opts: &TcpOpts) -> Active {
+    match opts.active {
+        Active::Once => Active::Off,
+        Active::Count(n) if n <= 1 => {
+            via.emit(obj, owner, |env, sock| {
+                codec::tagged(env, opts.tags.passive, sock)
+            });
+            Active::Off
+        }
+        Active::Count(n) => Active::Count(n - 1),
+        other => other,
+    }
+}
+
+/// `{packet, raw}` in binary mode with no `header`: each read is delivered
+/// as one binary, as it came.
+fn raw_binary(opts: &TcpOpts) -> bool {
+    opts.packet == Packet::Raw && !opts.list && opts.header == 0
+}
+
+/// One read of up to `rcvbuf` bytes sent to the owner as its data message:
+/// while the socket streams (its last reads were large) straight into a
+/// binary, otherwise through the scratch buffer, copied once. Returns the
+/// read's outcome and the bytes delivered.
+fn read_raw(
+    via: &Via,
+    obj: Obj<'_, Socket>,
+    s: &Socket,
+    owner: &ErlNifPid,
+    opts: &TcpOpts,
+    rcvbuf: usize,
+) -> (Read, usize) {
+    let tag = opts.tags.data;
+    let r = s.with_fd(|fd| {
+        if s.streaming() {
+            let mut owned = OwnedBinary::new(rcvbuf);
+            return match syscall::recv(fd, owned.as_mut_slice(), 0) {
+                Ok(0) => (Read::Eof, 0),
+                Ok(n) => {
+                    s.count_read(n);
+                    s.note_read(n);
+                    stats::DIRECT_READS.incr();
+                    let fits = n == rcvbuf || owned.realloc(n);
+                    via.emit(obj, owner, |env, sock| {
+                        let bin = if fits {
+                            Binary::from_owned(owned, env)
+                        } else {
+                            let mut bin = NewBinary::new(env, n);
+                            bin.as_mut_slice()
+                                .copy_from_slice(owned.as_slice().get(..n).unwrap_or(&[]));
+                            bin.into()
+                        };
+                        (tag, sock, bin).encode(env)
+                    });
+                    (Read::Got(n < rcvbuf), n)
+                }
+                Err(e) if is_would_block(e) => {
+                    stats::READS_EAGAIN.incr();
+                    (Read::WouldBlock, 0)
+                }
+                Err(libc::EINTR) => (Read::Got(false), 0),
+                Err(e) => (Read::Failed(e), 0),
+            };
+        }
+        match scratch_read::recv(s, fd, rcvbuf, 0, |got| {
+            s.note_read(got.len());
+            via.emit(obj, owner, |env, sock| {
+                codec::data_msg(env, sock, got, opts)
+            });
+        }) {
+            ScratchRead::Bytes((), n) => (Read::Got(n < rcvbuf), n),
+            ScratchRead::Eof => (Read::Eof, 0),
+            ScratchRead::WouldBlock => {
+                stats::READS_EAGAIN.incr();
+                (Read::WouldBlock, 0)
+            }
+            ScratchRead::Interrupted => (Read::Got(false), 0),
+            ScratchRead::Failed(e) => (Read::Failed(e), 0),
+        }
+    });
+    r.unwrap_or((Read::Failed(libc::EBADF), 0))
 }
 
 /// Bytes a NIF may copy per 1 % of a time slice (a NIF call counts as one

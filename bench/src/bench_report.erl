@@ -297,10 +297,10 @@ notes(_Cfg) ->
 
 summary_header(Cfg) ->
     M = maps:get(machine, Cfg),
-    [io_lib:format("### OTP ~s\n\n", [maps:get(otp, M)]),
-     io_lib:format("~s, ~p mode, ~b rounds, backends interleaved per round (~s); ~s; kernel ~s, ~s. "
+    [io_lib:format("### OTP ~ts\n\n", [maps:get(otp, M)]),
+     io_lib:format("~ts, ~p mode, ~b rounds, backends interleaved per round (~ts); ~ts; kernel ~ts, ~ts. "
                    "Figures are medians over rounds, ratios per-round ratios medianed. "
-                   "Raw numbers: `~s`.\n\n",
+                   "Raw numbers: `~ts`.\n\n",
                    [maps:get(date, M), maps:get(mode, Cfg), maps:get(rounds, Cfg),
                     lists:join(" ", [atom_to_list(B) || B <- maps:get(backends, Cfg)]),
                     maps:get(pinning, M), maps:get(kernel, M), maps:get(wrk, M),
@@ -334,7 +334,7 @@ paths(Results, Backends) ->
 summary_noise(AllResults) ->
     Os = [maps:get(other_pct, M) || {_, _, _, M} <- AllResults, maps:is_key(other_pct, M)],
     Failed = length([x || {_, _, _, M} <- AllResults, maps:is_key(failed, M)]),
-    io_lib:format("Other load on the machine during the runs: median ~s %, max ~s % of the CPUs "
+    io_lib:format("Other load on the machine during the runs: median ~ts %, max ~ts % of the CPUs "
                   "(~b of ~b runs over 10 %); ~b failed runs.\n\n",
                   [fmt(f1, median(Os)), fmt(f1, case Os of [] -> undefined; _ -> lists:max(Os) end),
                    length([O || O <- Os, O > 10]), length(Os), Failed]).

@@ -1,5 +1,5 @@
 # nifsock — the two commands: `make bench` (side-by-side comparison) and `make test`.
-.PHONY: all setup build test test-rust test-erlang test-readiness test-elixir test-valgrind test-otp lint bench clean
+.PHONY: all setup build test test-rust test-erlang test-readiness test-elixir test-valgrind test-otp lint bench bench-all-otp clean
 
 all: build
 
@@ -48,8 +48,17 @@ test-otp: build
 lint: build
 	rebar3 dialyzer
 
+# OTP=27 or OTP=29 runs it under that release (bench/on-otp: scripts/otp-chroot,
+# root), the results in bench/results/otpNN; without OTP (or OTP=25, the
+# host's) on the host. ARGS adds bench/run options, e.g.
+# ARGS="--workloads keepalive,pingpong16 --rounds 2".
 bench: build
-	bash bench/run $(if $(FULL),--full,)
+	$(if $(OTP),bash bench/on-otp $(OTP),bash) bench/run $(if $(FULL),--full,) $(ARGS)
+
+# bench/run on OTP 25, 27 and 29 one after another, then each release's
+# section of bench/RESULTS.md (bench/all-otp; root, for the chroots).
+bench-all-otp: build
+	bash bench/all-otp $(if $(FULL),--full,) $(ARGS)
 
 clean:
 	rebar3 clean

@@ -2,7 +2,10 @@
 %% printed to stdout) and a gnuplot bar chart bench/results/latest.png.
 %%
 %% Every figure is the median over rounds; every ratio is computed per
-%% round (same round, X / baseline) and then medianed.
+%% round (same round, X / baseline) and then medianed. It also writes
+%% bench/results/summary.md: the OTP release, the targets and the driver vs
+%% select comparison, the section bench/all-otp puts in bench/RESULTS.md per
+%% release.
 -module(bench_report).
 
 -export([write/2, median/1]).
@@ -67,6 +70,11 @@ write(AllResults, Cfg) ->
     Dir = maps:get(results, Cfg),
     MdFile = filename:join(Dir, "latest.md"),
     ok = file:write_file(MdFile, unicode:characters_to_binary(Md)),
+    Summary = [summary_header(Cfg),
+               targets("####", Results, TargetSubject, maps:get(subject, Cfg), Backends),
+               paths(Results, Backends),
+               summary_noise(AllResults)],
+    ok = file:write_file(filename:join(Dir, "summary.md"), unicode:characters_to_binary(Summary)),
     chart(Results, Subject, Bases, Cfg),
     ok.
 
@@ -210,9 +218,12 @@ group(N) ->
 group3([A, B, C, D | T]) -> [A, B, C, $, | group3([D | T])];
 group3(L) -> L.
 
-targets(_Results, none, Wanted, _) ->
-    io_lib:format("## Targets\n\n`~p` was not run; targets not evaluated.\n\n", [Wanted]);
-targets(Results, S, _, Backends) ->
+targets(Results, S, Wanted, Backends) ->
+    targets("##", Results, S, Wanted, Backends).
+
+targets(H, _Results, none, Wanted, _) ->
+    io_lib:format("~s Targets\n\n`~p` was not run; targets not evaluated.\n\n", [H, Wanted]);
+targets(H, Results, S, _, Backends) ->
     Has = fun(B) -> lists:member(B, Backends) end,
     %% Request/response against each peer's best mode: gen_tcp {active, N}
     %% (and socket, gen_tcp passive where "best of" is named).
@@ -232,7 +243,7 @@ targets(Results, S, _, Backends) ->
          {"idle bytes/conn (erlang:memory) ≤ 0.65× gen_tcp", ratio(Results, idle, mem_total, S, [gen_tcp]), '=<', 0.65, Has(gen_tcp)},
          {"idle bytes/conn (VmRSS) ≤ 0.8× gen_tcp", ratio(Results, idle, rss, S, [gen_tcp]), '=<', 0.8, Has(gen_tcp)}],
     Lines = [[Name, fmt(f2, V), verdict(V, Op, Lim, Ok)] || {Name, V, Op, Lim, Ok} <- T],
-    [io_lib:format("## Targets for `~p` (not enforced)\n\n", [S]),
+    [io_lib:format("~s Targets for `~p` (not enforced)\n\n", [H, S]),
      md_table(["target", "measured", "status"], Lines), "\n"].
 
 verdict(_, _, _, false) -> "n/a (baseline not run)";
@@ -281,6 +292,52 @@ notes(_Cfg) ->
     "node's OS process (sum over its threads of /proc/PID/task/*/schedstat) around the timed part; idle bytes/conn are deltas over "
     "the connections opened (fresh server node per run); syscalls are per connection from "
     "`strace -f -c` attached to the server node during the churn client's connections.\n".
+
+%%% summary.md (one release's section of bench/RESULTS.md)
+
+summary_header(Cfg) ->
+    M = maps:get(machine, Cfg),
+    [io_lib:format("### OTP ~ts\n\n", [maps:get(otp, M)]),
+     io_lib:format("~ts, ~p mode, ~b rounds, backends interleaved per round (~ts); ~ts; kernel ~ts, ~ts. "
+                   "Figures are medians over rounds, ratios per-round ratios medianed. "
+                   "Raw numbers: `~ts`.\n\n",
+                   [maps:get(date, M), maps:get(mode, Cfg), maps:get(rounds, Cfg),
+                    lists:join(" ", [atom_to_list(B) || B <- maps:get(backends, Cfg)]),
+                    maps:get(pinning, M), maps:get(kernel, M), maps:get(wrk, M),
+                    rel(Cfg, maps:get(raw_file, Cfg))])].
+
+%% The readiness paths side by side: the default (driver) and the select
+%% fallback, for nifsock passive and nifsock_tcp {active, N}, with gen_tcp
+%% {active, N} as the reference. driver / select is the per-round ratio: above
+%% 1 the driver path is faster (rates), below 1 it spends less (CPU).
+paths(Results, Backends) ->
+    Pairs = [{D, S} || {D, S} <- [{nifsock, nifsock_sel}, {nifsock_tcp_active_n, nifsock_tcp_sel_active_n}],
+                       lists:member(D, Backends), lists:member(S, Backends)],
+    Ref = [gen_tcp_active_n || lists:member(gen_tcp_active_n, Backends)],
+    Ws = [churn, keepalive, pingpong1, pingpong16],
+    case Pairs of
+        [] ->
+            "#### Driver vs select path\n\nNot measured (run nifsock and nifsock_sel, or "
+            "nifsock_tcp_active_n and nifsock_tcp_sel_active_n).\n\n";
+        _ ->
+            Hdr = ["metric" | lists:append([[io_lib:format("`~p`", [D]), io_lib:format("`~p`", [S]),
+                                             "driver / select"] || {D, S} <- Pairs])]
+                ++ [io_lib:format("`~p`", [R]) || R <- Ref],
+            Lines = [[Label | lists:append([[fmt(Fmt, med(Results, W, K, D)), fmt(Fmt, med(Results, W, K, S)),
+                                             fmt(ratio, ratio(Results, W, K, D, [S]))] || {D, S} <- Pairs])]
+                     ++ [fmt(Fmt, med(Results, W, K, R)) || R <- Ref]
+                     || {W, K, Label, Fmt, _} <- rows(), lists:member(W, Ws),
+                        K =/= errors, lists:keymember(W, 1, Results)],
+            ["#### Driver vs select path\n\n", md_table(Hdr, Lines), "\n"]
+    end.
+
+summary_noise(AllResults) ->
+    Os = [maps:get(other_pct, M) || {_, _, _, M} <- AllResults, maps:is_key(other_pct, M)],
+    Failed = length([x || {_, _, _, M} <- AllResults, maps:is_key(failed, M)]),
+    io_lib:format("Other load on the machine during the runs: median ~ts %, max ~ts % of the CPUs "
+                  "(~b of ~b runs over 10 %); ~b failed runs.\n\n",
+                  [fmt(f1, median(Os)), fmt(f1, case Os of [] -> undefined; _ -> lists:max(Os) end),
+                   length([O || O <- Os, O > 10]), length(Os), Failed]).
 
 %%% chart
 

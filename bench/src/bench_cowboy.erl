@@ -174,14 +174,7 @@ verdict({_, _, {Ratio, Target, _}}) when Ratio >= Target ->
 verdict({_, _, {Ratio, _, _}}) ->
     io_lib:format("**missed** (~.3f×)", [Ratio]).
 
-median([]) -> undefined;
-median(L) ->
-    S = lists:sort(L),
-    N = length(S),
-    case N rem 2 of
-        1 -> lists:nth(N div 2 + 1, S);
-        0 -> (lists:nth(N div 2, S) + lists:nth(N div 2 + 1, S)) / 2
-    end.
+median(L) -> bench_report:median(L).
 
 fmt(undefined, _) -> "–";
 fmt(V, 0) -> integer_to_list(round(V));

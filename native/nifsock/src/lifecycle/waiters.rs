@@ -170,10 +170,13 @@ pub(super) fn unwatch(ctx: Ctx, obj: Obj<'_, Socket>, w: &Waiter) {
 /// Whether another process's write is in progress on the socket: one that is
 /// the current write waiter (its partial send waits for room) or queued.
 /// The caller must then queue behind it instead of writing, or the two
-/// sends' bytes would interleave. Call with the socket's write turn held.
+/// sends' bytes would interleave. Call with the socket's write turn held,
+/// right before writing: write readiness the set saw before this point is
+/// forgotten (the write sees the socket's state itself).
 pub fn writer_ahead(obj: Obj<'_, Socket>, caller: &ErlNifPid) -> bool {
     let s = obj.get();
-    let st = s.lock();
+    let mut st = s.lock();
+    readiness::write_attempt(&mut st);
     match &st.writers.current {
         Some(w) => !same_pid(&w.pid, caller),
         None => !st.writers.queue.is_empty(),

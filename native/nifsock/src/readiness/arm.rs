@@ -68,6 +68,14 @@ pub fn arm_write(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm>
     }
 }
 
+/// A write is about to be tried: an edge the set saw before it is no news
+/// for the wait that may follow it (without this, a read edge, which reports
+/// `EPOLLOUT` too while the socket is writable, would leave `w_ready` set
+/// and wake the next write wait at once). Edges after this point are kept.
+pub fn write_attempt(st: &mut State) {
+    st.rd.w_ready = false;
+}
+
 /// Disarms the current write wait when it was armed in the set: Some(true)
 /// if it was still armed (so no message was sent for it), Some(false) if its
 /// message was sent; None when it was not armed in the set (it was

@@ -44,7 +44,7 @@ mod set;
 
 pub use arm::{
     arm, arm_write, cancel, cancel_write, defer_armed, hup, rearm_direct, registered, unregister,
-    Arm,
+    write_attempt, Arm,
 };
 pub use drain::{install, pump_drain, Out};
 pub use set::{enabled, set_pump, shared_size};

@@ -9,8 +9,8 @@
 %%   and a port of a small driver in the same library (`libnifsock', loaded
 %%   with `erl_ddll') keeps that set selected in ERTS, so the schedulers poll
 %%   it; its `ready_input' tells passive waiters and delivers `nifsock_tcp'
-%%   active data to the owner directly. Reads only; writes and connects keep
-%%   `enif_select'.</li>
+%%   active data to the owner directly, and tells blocked writers and
+%%   connects (the fd gets `EPOLLOUT' from its first write wait on).</li>
 %% <li>`pump': the same set, but its fd is `enif_select'ed once per batch by
 %%   a pump process that drains it in a NIF call.</li>
 %% <li>`select' (the fallback, and the default off Linux): one

@@ -27,7 +27,10 @@
          readiness_close_pending_no_delivery/1,
          readiness_owner_death_pending_leaks_nothing/1,
          readiness_fd_reuse_canary_short/1,
-         readiness_fairness_streaming/1]).
+         readiness_fairness_streaming/1,
+         readiness_write_waits/1,
+         readiness_close_armed_writer/1,
+         readiness_reader_writer_concurrent/1]).
 
 %% Bodies, called in the peer.
 -export([body/2, fair_servers/2, stream/1]).
@@ -36,7 +39,7 @@
 
 suite() -> [{timetrap, {minutes, 3}}].
 
-all() -> [{group, reference}, {group, driver}].
+all() -> [{group, reference}, {group, driver}, {group, pump}].
 
 cases() ->
     [readiness_driver_is_on,
@@ -46,9 +49,15 @@ cases() ->
      readiness_close_pending_no_delivery,
      readiness_owner_death_pending_leaks_nothing,
      readiness_fd_reuse_canary_short,
-     readiness_fairness_streaming].
+     readiness_fairness_streaming | write_cases()].
 
-groups() -> [{reference, [], cases()}, {driver, [], cases()}].
+%% Writers and connects in the set: also run on the `pump' path (its own peer).
+write_cases() ->
+    [readiness_write_waits,
+     readiness_close_armed_writer,
+     readiness_reader_writer_concurrent].
+
+groups() -> [{reference, [], cases()}, {driver, [], cases()}, {pump, [], write_cases()}].
 
 init_per_suite(Config) ->
     %% ERL_FLAGS cleared: `make test-readiness' sets a path there for the
@@ -66,8 +75,18 @@ end_per_suite(Config) ->
 init_per_group(reference, Config) ->
     [{mods, #{sock => socket, tcp => gen_tcp}} | Config];
 init_per_group(driver, Config) ->
-    [{mods, #{sock => nifsock, tcp => nifsock_tcp}} | Config].
+    [{mods, #{sock => nifsock, tcp => nifsock_tcp}} | Config];
+init_per_group(pump, Config) ->
+    {Peer, Node} = nifsock_test_lib:start_peer(
+                     #{name => peer:random_name(?MODULE),
+                       env => [{"ERL_FLAGS", ""}],
+                       args => ["+S", "1:1", "-nifsock", "readiness", "pump"]}),
+    [{pump_peer, Peer}, {node, Node}, {mods, #{sock => nifsock, tcp => nifsock_tcp}}
+     | Config].
 
+end_per_group(pump, Config) ->
+    catch peer:stop(?config(pump_peer, Config)),
+    ok;
 end_per_group(_, _Config) -> ok.
 
 run(Case, Config) ->
@@ -223,6 +242,22 @@ echo_loop(Tcp, S, D, Pa) ->
         {Pa, S} -> ok = setopts(Tcp, S, [{active, 100}]), echo_loop(Tcp, S, D, Pa)
     end.
 
+%% @doc Write and connect waits: 200 rounds of a blocking send that must wait
+%% for room (small buffers, the receiver reads each round and acks it), a
+%% nowait send's select message once the peer reads, a nowait connect's
+%% select message, and a gen_tcp-shaped blocking send of 4 MiB; on nifsock no
+%% write wait costs an enif_select (the set serves them).
+readiness_write_waits(Config) -> run(write_waits, Config).
+
+%% @doc Close while a writer is armed: a blocked send returns
+%% `{error, {closed, Rest}}' and leaves no message behind, a nowait send's
+%% wait gets its abort `{Ref, closed}'.
+readiness_close_armed_writer(Config) -> run(close_armed_writer, Config).
+
+%% @doc A reader and a writer waiting on one socket at once (both armed): the
+%% reader is served while the writer still waits, then the writer completes.
+readiness_reader_writer_concurrent(Config) -> run(reader_writer_concurrent, Config).
+
 %%--------------------------------------------------------------------
 %% Bodies (in the peer)
 %%--------------------------------------------------------------------
@@ -330,7 +365,135 @@ body(fd_reuse_canary_short, #{sock := Mod}) ->
     exit(Acceptor, kill),
     ok = Mod:close(L),
     [] = Bad,
+    ok;
+body(write_waits, #{sock := Mod, tcp := Tcp}) ->
+    %% small buffers (the receive buffer set before the handshake), so that
+    %% every round waits for room; the acks go out at once
+    {L, Addr} = nifsock_test_lib:listener(Mod, inet),
+    ok = Mod:setopt(L, {socket, rcvbuf}, 4096),
+    {C, A} = nifsock_test_lib:connect_accept(Mod, L, Addr),
+    ok = Mod:setopt(C, {socket, sndbuf}, 4096),
+    ok = Mod:setopt(A, {tcp, nodelay}, true),
+    S0 = selects(Mod),
+    Rounds = 200,
+    Chunk = binary:copy(<<"w">>, 65536),
+    Self = self(),
+    W = spawn_link(fun() ->
+                           [begin
+                                ok = Mod:send(C, Chunk),
+                                {ok, <<1>>} = Mod:recv(C, 1, ?T)
+                            end || _ <- lists:seq(1, Rounds)],
+                           Self ! {sent, self()}
+                   end),
+    [begin
+         {ok, Chunk} = Mod:recv(A, byte_size(Chunk), ?T),
+         ok = Mod:send(A, <<1>>)
+     end || _ <- lists:seq(1, Rounds)],
+    receive {sent, W} -> ok after ?T -> error(sender_stuck) end,
+    S1 = selects(Mod),
+    %% the select path arms one enif_select per write wait (several per round)
+    true = (Mod =:= socket) orelse (S1 - S0 < 10) orelse error({selects, S1 - S0}),
+    %% nowait: the select message comes once the peer reads
+    {select, {select_info, _, Ref}} = fill(Mod, C),
+    nothing = no_message(),
+    _ = spawn_link(fun() -> drain(Mod, A) end),
+    receive {_, C, select, Ref} -> ok after ?T -> error(no_write_select) end,
+    %% a nowait connect waits for writability too
+    {ok, C2} = Mod:open(inet, stream, tcp),
+    ok = case Mod:connect(C2, Addr, nowait) of
+             ok ->
+                 ok;
+             {select, {select_info, connect, CRef}} ->
+                 receive {_, C2, select, CRef} -> Mod:connect(C2)
+                 after ?T -> error(no_connect_select)
+                 end
+         end,
+    {ok, A2} = Mod:accept(L, ?T),
+    S2 = selects(Mod),
+    true = (Mod =:= socket) orelse (S2 - S1 < 4) orelse error({selects, S2 - S1}),
+    [ok = Mod:close(X) || X <- [C, A, C2, A2, L]],
+    %% gen_tcp-shaped: a blocking send of 4 MiB through small buffers
+    {TL, TC, TA} = tcp_pair(Tcp, [{sndbuf, 4096}, {recbuf, 4096}, {nodelay, true}]),
+    Big = crypto:strong_rand_bytes(4 bsl 20),
+    _ = spawn_link(fun() -> ok = Tcp:send(TC, Big), Self ! {sent, TC} end),
+    {ok, Big} = Tcp:recv(TA, byte_size(Big), ?T),
+    receive {sent, TC} -> ok after ?T -> error(tcp_sender_stuck) end,
+    [ok = Tcp:close(X) || X <- [TC, TA, TL]],
+    ok;
+body(close_armed_writer, #{sock := Mod}) ->
+    {L, C, A} = nifsock_test_lib:pair(Mod),
+    ok = Mod:setopt(C, {socket, sndbuf}, 4096),
+    Self = self(),
+    %% a blocked send (nobody reads), closed by this process
+    W = spawn_link(fun() ->
+                           R = Mod:send(C, binary:copy(<<"y">>, 8 bsl 20)),
+                           Self ! {result, self(), R},
+                           receive check -> Self ! {left, self(), no_message()} end
+                   end),
+    ok = blocked(W),
+    ok = Mod:close(C),
+    receive {result, W, {error, {closed, Rest}}} when is_binary(Rest) -> ok
+    after ?T -> error(no_closed)
+    end,
+    ok = Mod:close(A),
+    %% (its abort, had one been sent, would be there by now: closes are synchronous)
+    W ! check,
+    receive {left, W, nothing} -> ok after ?T -> error(no_left) end,
+    %% a nowait send's wait, closed: the abort
+    {ok, #{port := Port}} = Mod:sockname(L),
+    {ok, C2} = Mod:open(inet, stream, tcp),
+    ok = Mod:connect(C2, #{family => inet, addr => {127, 0, 0, 1}, port => Port}, ?T),
+    {ok, A2} = Mod:accept(L, ?T),
+    {select, {select_info, _, Ref}} = fill(Mod, C2),
+    ok = Mod:close(C2),
+    receive {_, C2, abort, {Ref, closed}} -> ok after ?T -> error(no_abort) end,
+    nothing = no_message(),
+    [ok = Mod:close(X) || X <- [A2, L]],
+    ok;
+body(reader_writer_concurrent, #{sock := Mod}) ->
+    {L, C, A} = nifsock_test_lib:pair(Mod),
+    ok = Mod:setopt(A, {socket, sndbuf}, 4096),
+    ok = Mod:setopt(A, {tcp, nodelay}, true),
+    Self = self(),
+    Big = binary:copy(<<"v">>, 2 bsl 20),
+    Rd = spawn_link(fun() -> Self ! {read, self(), Mod:recv(A, 4, ?T)} end),
+    Wr = spawn_link(fun() -> Self ! {wrote, self(), Mod:send(A, Big)} end),
+    ok = blocked(Rd),
+    ok = blocked(Wr),
+    %% both wait: the peer sends, and reads nothing yet
+    ok = Mod:send(C, <<"ping">>),
+    receive {read, Rd, {ok, <<"ping">>}} -> ok after ?T -> error(reader_not_served) end,
+    {status, waiting} = process_info(Wr, status),
+    nothing = no_message(),
+    {ok, Big} = Mod:recv(C, byte_size(Big), ?T),
+    receive {wrote, Wr, ok} -> ok after ?T -> error(writer_not_served) end,
+    [ok = Mod:close(X) || X <- [C, A, L]],
     ok.
+
+%% Nowait sends of 4 MiB until one has to wait: its select result.
+fill(Mod, S) ->
+    case Mod:send(S, binary:copy(<<"f">>, 4 bsl 20), nowait) of
+        ok -> fill(Mod, S);
+        {select, {{select_info, _, _} = SI, _Rest}} -> {select, SI};
+        {select, {select_info, _, _} = SI} -> {select, SI}
+    end.
+
+drain(Mod, S) ->
+    case Mod:recv(S, 0, ?T) of
+        {ok, _} -> drain(Mod, S);
+        {error, _} -> ok
+    end.
+
+%% Waits until process P waits in a receive (a blocked send or recv).
+blocked(P) -> blocked(P, 1000).
+
+blocked(P, 0) -> error({not_blocked, P});
+blocked(P, N) ->
+    case process_info(P, status) of
+        {status, waiting} -> ok;
+        {status, suspended} -> ok;
+        _ -> timer:sleep(5), blocked(P, N - 1)
+    end.
 
 echo(_Mod, A, 0) ->
     A;

@@ -16,16 +16,18 @@
          syscall_linger_owner_death_off_schedulers/1, syscall_linger_gc_off_schedulers/1,
          syscall_linger_inherited_by_accepted/1, syscall_idle_sockets_hold_no_buffer/1,
          syscall_exact_recv_one_binary/1, syscall_blocking_recv_skips_eagain_read/1,
-         syscall_keepalive_readiness_driver/1]).
+         syscall_keepalive_readiness_driver/1, syscall_blocked_writer_readiness_driver/1]).
 %% run inside the peer node
 -export([churn_server/3, setopt_loop/2, tos_scenario/0, iolist_scenario/1,
-         linger_scenario/1, idle_server/2, ka_acceptor/3]).
+         linger_scenario/1, idle_server/2, ka_acceptor/3, bw_sender/2]).
 
 -define(CONNS, 512).  % 8 client processes x 64
 -define(KA_CONNS, 64).
 -define(KA_REQS, 50).  % per connection, counted
 -define(REQ, <<"GET / HTTP/1.0\r\n\r\n">>).
 -define(REPLY, <<"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok">>).
+-define(BW_ROUNDS, 200).
+-define(BW_CHUNK, 65536).  % far more than the two small socket buffers hold
 
 suite() -> [{timetrap, {minutes, 5}}].
 
@@ -35,7 +37,8 @@ all() ->
      syscall_linger_close_off_schedulers, syscall_linger_owner_death_off_schedulers,
      syscall_linger_gc_off_schedulers, syscall_linger_inherited_by_accepted,
      syscall_idle_sockets_hold_no_buffer, syscall_exact_recv_one_binary,
-     syscall_blocking_recv_skips_eagain_read, syscall_keepalive_readiness_driver].
+     syscall_blocking_recv_skips_eagain_read, syscall_keepalive_readiness_driver,
+     syscall_blocked_writer_readiness_driver].
 
 init_per_suite(Config) ->
     case os:find_executable("strace") of
@@ -611,3 +614,98 @@ ka_active(S) ->
         {nifsock_passive, S} -> ok = nifsock_tcp:setopts(S, [{active, 100}]), ka_active(S);
         {nifsock_closed, S} -> ok
     end.
+
+%% @doc A blocked writer on the `driver' readiness path: a sender with a small
+%% send buffer writes 64 KiB per round to a receiver with a small receive
+%% buffer that reads the round and acks it, 200 rounds, so every round's
+%% send waits for room at least once (the waits are counted with
+%% nifsock:info()'s writes and writes_eagain). Per wait at most 0.05 epoll_ctl on
+%% `driver' (the fd is registered once for reads and writes), at least 0.9 on
+%% the per-wait `select' path, for contrast; for nifsock:send and
+%% nifsock_tcp:send.
+syscall_blocked_writer_readiness_driver(Config) ->
+    [begin
+         {SelWaits, Select} = blocked_writer_counts(Config, Kind, select),
+         {DrvWaits, Driver} = blocked_writer_counts(Config, Kind, driver),
+         ct:pal("~p, ~p rounds: waits select ~p driver ~p; epoll_ctl/wait select ~.3f "
+                "driver ~.3f~nselect: ~p~ndriver: ~p",
+                [Kind, ?BW_ROUNDS, SelWaits, DrvWaits, calls(epoll_ctl, Select) / SelWaits,
+                 calls(epoll_ctl, Driver) / DrvWaits, Select, Driver]),
+         ?assert(SelWaits >= ?BW_ROUNDS andalso DrvWaits >= ?BW_ROUNDS),
+         %% the count tells the paths apart: one re-arm per wait on select
+         ?assert(calls(epoll_ctl, Select) >= 0.9 * SelWaits),
+         ?assert(calls(epoll_ctl, Driver) =< 0.05 * DrvWaits)
+     end || Kind <- [nifsock, nifsock_tcp]],
+    ok.
+
+%% {Waits, Counts}: the system calls of a peer (readiness path Readiness)
+%% sending ?BW_ROUNDS rounds, after one uncounted warm-up round.
+blocked_writer_counts(Config, Kind, Readiness) ->
+    {Peer, Node} = nifsock_test_lib:start_peer(
+                     #{link => true, name => peer:random_name(?MODULE),
+                       env => [{"ERL_FLAGS", ""}],
+                       args => ["-nifsock", "readiness", atom_to_list(Readiness)]}),
+    [{module, _} = rpc:call(Node, code, ensure_loaded, [X])
+     || X <- [?MODULE, nifsock, nifsock_tcp, nifsock_nif]],
+    Self = self(),
+    Sender = spawn(Node, ?MODULE, bw_sender, [Kind, Self]),
+    Port = receive {port, Sender, P} -> P after 10000 -> exit(no_port) end,
+    {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port,
+                              [binary, {active, false}, {recbuf, 4096}, {nodelay, true}]),
+    bw_round(S),
+    receive {warm, Sender} -> ok after 10000 -> exit(warmup_stuck) end,
+    OsPid = rpc:call(Node, os, getpid, []),
+    {SPort, Out} = strace_attach(Config, OsPid),
+    Sender ! go,
+    [bw_round(S) || _ <- lists:seq(1, ?BW_ROUNDS)],
+    Waits = receive {waits, Sender, W} -> W after 60000 -> exit(sender_stuck) end,
+    Counts = strace_detach(SPort, Out),
+    ok = gen_tcp:close(S),
+    peer:stop(Peer),
+    {Waits, Counts}.
+
+bw_round(S) ->
+    {ok, _} = gen_tcp:recv(S, ?BW_CHUNK, 30000),
+    ok = gen_tcp:send(S, <<1>>).
+
+%% In the peer: accepts one connection and sends it a warm-up round, then,
+%% on `go', ?BW_ROUNDS rounds, each acked by the receiver; reports the waits.
+bw_sender(Kind, Parent) ->
+    {L, S} = bw_accept(Kind, Parent),
+    Chunk = binary:copy(<<"w">>, ?BW_CHUNK),
+    ok = bw_send(Kind, S, Chunk),
+    Parent ! {warm, self()},
+    receive go -> ok end,
+    #{writes := W0, writes_eagain := E0} = nifsock:info(),
+    [ok = bw_send(Kind, S, Chunk) || _ <- lists:seq(1, ?BW_ROUNDS)],
+    #{writes := W1, writes_eagain := E1} = nifsock:info(),
+    %% every write but a round's last is short or EAGAIN, and waits for room
+    Parent ! {waits, self(), (W1 - W0) + (E1 - E0) - ?BW_ROUNDS},
+    receive after 60000 -> [Kind:close(X) || X <- [S, L]] end.
+
+bw_accept(nifsock, Parent) ->
+    {ok, L} = nifsock:open(inet, stream, tcp),
+    ok = nifsock:bind(L, #{family => inet, addr => {127, 0, 0, 1}, port => 0}),
+    ok = nifsock:listen(L, 16),
+    {ok, #{port := Port}} = nifsock:sockname(L),
+    Parent ! {port, self(), Port},
+    {ok, S} = nifsock:accept(L),
+    ok = nifsock:setopt(S, {socket, sndbuf}, 4096),
+    {L, S};
+bw_accept(nifsock_tcp, Parent) ->
+    {ok, L} = nifsock_tcp:listen(0, [binary, {ip, {127, 0, 0, 1}}, {active, false}]),
+    {ok, Port} = nifsock_tcp:port(L),
+    Parent ! {port, self(), Port},
+    {ok, S} = nifsock_tcp:accept(L),
+    ok = nifsock_tcp:setopts(S, [{sndbuf, 4096}]),
+    {L, S}.
+
+%% One round: the chunk (it waits for room), then the receiver's ack.
+bw_send(nifsock, S, Chunk) ->
+    ok = nifsock:send(S, Chunk),
+    {ok, <<1>>} = nifsock:recv(S, 1),
+    ok;
+bw_send(nifsock_tcp, S, Chunk) ->
+    ok = nifsock_tcp:send(S, Chunk),
+    {ok, <<1>>} = nifsock_tcp:recv(S, 1),
+    ok.

@@ -80,10 +80,14 @@ fn waiter_died(ctx: Ctx, obj: Obj<'_, Socket>, st: &mut State, pid: &ErlNifPid, 
         {
             q.current = None;
             if st.phase == Phase::Open {
-                if dir == Dir::Read && readiness::registered(st) {
-                    readiness::cancel(st);
-                } else if let Ok(fd) = obj.get().with_fd(|fd| fd) {
-                    select::cancel(ctx.raw(), obj, fd, dir, undefined_in(ctx.raw()));
+                let in_set = match dir {
+                    Dir::Read => readiness::registered(st).then(|| readiness::cancel(st)),
+                    Dir::Write => readiness::cancel_write(st),
+                };
+                if in_set.is_none() {
+                    if let Ok(fd) = obj.get().with_fd(|fd| fd) {
+                        select::cancel(ctx.raw(), obj, fd, dir, undefined_in(ctx.raw()));
+                    }
                 }
                 promote(ctx, obj, st, dir);
             }

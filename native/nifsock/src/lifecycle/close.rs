@@ -42,6 +42,8 @@ pub fn close(ctx: Ctx, obj: Obj<'_, Socket>) -> Result<Closed> {
         // A read wait armed in the readiness set: disarmed (its waiter gets the
         // abort), then the fd leaves the set while still open.
         let rd_armed = readiness::registered(&st).then(|| readiness::cancel(&mut st));
+        // Likewise a write wait armed there (its writer gets the abort).
+        let wr_armed = readiness::cancel_write(&mut st);
         if rd_armed.is_some() {
             rd_slot = readiness::unregister(&mut st, s.with_fd(|fd| fd).ok());
         }
@@ -57,7 +59,11 @@ pub fn close(ctx: Ctx, obj: Obj<'_, Socket>) -> Result<Closed> {
         for (dir, q) in [(Dir::Read, readers), (Dir::Write, writers)] {
             if let Some(w) = q.current.take() {
                 unwatch(ctx, obj, &w);
-                if !told_to_retry(ctx, obj, s, dir, &w, rd_armed) {
+                let in_set = match dir {
+                    Dir::Read => rd_armed,
+                    Dir::Write => wr_armed,
+                };
+                if !told_to_retry(ctx, obj, s, dir, &w, in_set) {
                     notify(ctx, obj, handles, &w.pid, w.handle, Notice::AbortClosed);
                 }
             }
@@ -106,15 +112,15 @@ pub fn close(ctx: Ctx, obj: Obj<'_, Socket>) -> Result<Closed> {
 /// stay behind in its mailbox. Its select is cancelled here when still armed
 /// (then it is not told, and gets the abort). Users' nowait waits get their
 /// abort regardless, as socket sends it, and pay no cancel.
-/// `rd_armed`: the socket was in the readiness set, and whether its read wait
-/// was armed there (then reads have no enif_select to cancel).
+/// `in_set`: the wait went through the readiness set, and whether it was
+/// still armed there (then it has no enif_select to cancel).
 fn told_to_retry(
     ctx: Ctx,
     obj: Obj<'_, Socket>,
     s: &Socket,
     dir: Dir,
     w: &Waiter,
-    rd_armed: Option<bool>,
+    in_set: Option<bool>,
 ) -> bool {
     if !w.internal {
         return false;
@@ -122,7 +128,7 @@ fn told_to_retry(
     if w.told {
         return true;
     }
-    if let (Dir::Read, Some(armed)) = (dir, rd_armed) {
+    if let Some(armed) = in_set {
         return !armed;
     }
     match s.with_fd(|fd| fd) {

@@ -38,16 +38,18 @@ pub fn wait<'a>(
         if arm {
             let fd = s.with_fd(|fd| fd)?;
             let m = (atoms::nifsock_tag(), sock, atoms::select(), handle).encode(env);
-            if dir == Dir::Read {
-                // The readiness set, when on: no system call once registered.
-                match readiness::arm(obj, st, fd) {
-                    Some(readiness::Arm::Armed) => return Ok(()),
-                    Some(readiness::Arm::ReadyNow) => {
-                        msg::send(env, caller, m);
-                        return Ok(());
-                    }
-                    None => {}
+            // The readiness set, when on: no system call once registered.
+            let armed = match dir {
+                Dir::Read => readiness::arm(obj, st, fd),
+                Dir::Write => readiness::arm_write(obj, st, fd),
+            };
+            match armed {
+                Some(readiness::Arm::Armed) => return Ok(()),
+                Some(readiness::Arm::ReadyNow) => {
+                    msg::send(env, caller, m);
+                    return Ok(());
                 }
+                None => {}
             }
             select::arm(env, obj, fd, dir, caller, m).map_err(|_| Error::Os(libc::EINVAL))?;
             st.selected = true;
@@ -168,10 +170,13 @@ pub(super) fn unwatch(ctx: Ctx, obj: Obj<'_, Socket>, w: &Waiter) {
 /// Whether another process's write is in progress on the socket: one that is
 /// the current write waiter (its partial send waits for room) or queued.
 /// The caller must then queue behind it instead of writing, or the two
-/// sends' bytes would interleave. Call with the socket's write turn held.
+/// sends' bytes would interleave. Call with the socket's write turn held,
+/// right before writing: write readiness the set saw before this point is
+/// forgotten (the write sees the socket's state itself).
 pub fn writer_ahead(obj: Obj<'_, Socket>, caller: &ErlNifPid) -> bool {
     let s = obj.get();
-    let st = s.lock();
+    let mut st = s.lock();
+    readiness::write_attempt(&mut st);
     match &st.writers.current {
         Some(w) => !same_pid(&w.pid, caller),
         None => !st.writers.queue.is_empty(),
@@ -194,6 +199,10 @@ pub fn done_ctx(ctx: Ctx, obj: Obj<'_, Socket>, dir: Dir, caller: &ErlNifPid) {
     if q.current.as_ref().is_some_and(|w| same_pid(&w.pid, caller)) {
         if let Some(w) = q.current.take() {
             unwatch(ctx, obj, &w);
+        }
+        if dir == Dir::Write {
+            // A write wait still armed in the set must not fire for the next writer.
+            let _ = readiness::cancel_write(&mut st);
         }
         promote(ctx, obj, &mut st, dir);
     } else if let Some(pos) = q.queue.iter().position(|w| same_pid(&w.pid, caller)) {
@@ -237,12 +246,14 @@ pub fn cancel(
             unwatch(ctx, obj, &w);
         }
         let fd = s.with_fd(|fd| fd)?;
-        let was_armed = if dir == Dir::Read && readiness::registered(st) {
-            readiness::cancel(st)
-        } else {
+        let in_set = match dir {
+            Dir::Read => readiness::registered(st).then(|| readiness::cancel(st)),
+            Dir::Write => readiness::cancel_write(st),
+        };
+        let was_armed = in_set.unwrap_or_else(|| {
             let undefined = atoms::undefined().encode(env).as_c_arg();
             select::cancel(EnvRef::of(env), obj, fd, dir, undefined)
-        };
+        });
         promote(ctx, obj, st, dir);
         if was_armed {
             Cancelled::Ok

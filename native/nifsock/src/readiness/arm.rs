@@ -1,5 +1,5 @@
-//! Arming, disarming and unregistering a socket's read wait (under its state
-//! lock, held by the caller).
+//! Arming, disarming and unregistering a socket's read and write waits (under
+//! its state lock, held by the caller).
 
 use std::os::fd::RawFd;
 
@@ -24,7 +24,7 @@ pub fn arm(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm> {
         return None;
     }
     if st.rd.key.is_none() {
-        st.rd.key = Some(set::register(obj, fd)?);
+        st.rd.key = Some(set::register(obj, fd, epoll::IN)?);
     }
     if st.rd.ready || st.rd.hup {
         st.rd.ready = false;
@@ -34,6 +34,58 @@ pub fn arm(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm> {
         st.rd.armed = true;
         Some(Arm::Armed)
     }
+}
+
+/// Arms a write (or connect) wait on the socket whose state is `st` (locked
+/// by the caller). The first write wait adds `EPOLLOUT` to the fd's
+/// registration (the fd is added with it, or, already in the set for reads,
+/// modified once); later ones make no system call. None: the path is off or
+/// the fd could not be registered; use enif_select.
+pub fn arm_write(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm> {
+    st.rd.w_set = false;
+    if !set::enabled() {
+        return None;
+    }
+    match st.rd.key {
+        None => {
+            st.rd.key = Some(set::register(obj, fd, epoll::IN | epoll::OUT)?);
+            st.rd.out = true;
+        }
+        Some(k) if !st.rd.out => {
+            set::modify(fd, k, epoll::IN | epoll::OUT)?;
+            st.rd.out = true;
+        }
+        Some(_) => {}
+    }
+    st.rd.w_set = true;
+    if st.rd.w_ready || st.rd.w_hup {
+        st.rd.w_ready = false;
+        st.rd.w_armed = false;
+        Some(Arm::ReadyNow)
+    } else {
+        st.rd.w_armed = true;
+        Some(Arm::Armed)
+    }
+}
+
+/// A write is about to be tried: an edge the set saw before it is no news
+/// for the wait that may follow it (without this, a read edge, which reports
+/// `EPOLLOUT` too while the socket is writable, would leave `w_ready` set
+/// and wake the next write wait at once). Edges after this point are kept.
+pub fn write_attempt(st: &mut State) {
+    st.rd.w_ready = false;
+}
+
+/// Disarms the current write wait when it was armed in the set: Some(true)
+/// if it was still armed (so no message was sent for it), Some(false) if its
+/// message was sent; None when it was not armed in the set (it was
+/// enif_select'ed: cancel that).
+pub fn cancel_write(st: &mut State) -> Option<bool> {
+    if !st.rd.w_set {
+        return None;
+    }
+    st.rd.w_set = false;
+    Some(std::mem::replace(&mut st.rd.w_armed, false))
 }
 
 /// Whether the socket's fd is in the set.
@@ -58,6 +110,10 @@ pub fn unregister(st: &mut State, fd: Option<RawFd>) -> Option<Kept<Socket>> {
     st.rd.armed = false;
     st.rd.ready = false;
     st.rd.queued = false;
+    st.rd.out = false;
+    st.rd.w_armed = false;
+    st.rd.w_ready = false;
+    st.rd.w_set = false;
     if let (Some(set), Some(fd)) = (set::get(), fd) {
         epoll::del(set.epfd, fd);
     }

@@ -1,6 +1,7 @@
 //! The batch: `epoll_wait(timeout 0)` on the set, then the backlog; each
 //! event tells a passive waiter (its select message) or delivers an active
-//! socket's data through the hook `ops::tcp::active` installs.
+//! socket's data through the hook `ops::tcp::active` installs, and tells an
+//! armed writer (send, sendfile or connect) its socket is writable.
 
 use std::sync::OnceLock;
 
@@ -10,10 +11,11 @@ use rustler::{Encoder, Env, Term};
 use super::arm::push;
 use super::set::{self, lock, EFD_KEY};
 use crate::atoms;
-use crate::socket::{Active, Phase, Socket};
+use crate::socket::{Active, Phase, Socket, State};
 use crate::sys::driver::{self, Hooks};
 use crate::sys::env::EnvRef;
 use crate::sys::epoll;
+use crate::sys::handles::{HandleStore, Saved};
 use crate::sys::msg::MsgEnv;
 use crate::sys::resource::{self, Kept, Obj};
 
@@ -109,19 +111,18 @@ fn drain_with(caller: Option<Env>) {
         if k == EFD_KEY {
             epoll::clear(set.efd);
         } else if let Some(kept) = set::lookup(k) {
-            let hup = events & epoll::HUP != 0;
             if read < BATCH_BYTES {
-                read += fire(&kept, hup, false, &out);
+                read += fire(&kept, events, false, &out);
             } else {
                 // over the byte bound: keep the edge, serve it from the backlog
-                defer(&kept, hup);
+                defer(&kept, events, &out);
             }
         }
     }
     for k in backlog {
         if let Some(kept) = set::lookup(k) {
             if read < BATCH_BYTES {
-                read += fire(&kept, false, true, &out);
+                read += fire(&kept, BACKLOG, true, &out);
             } else {
                 // still queued: stays for the next drain
                 push(k);
@@ -130,16 +131,24 @@ fn drain_with(caller: Option<Env>) {
     }
 }
 
-/// An edge the drain has no budget left for: kept as sticky readiness, or,
-/// when a waiter is armed, queued in the backlog for the next drain (kicked).
-fn defer(kept: &Kept<Socket>, hup: bool) {
+/// A backlog entry's events: a read edge (the write side has none).
+const BACKLOG: u32 = libc::EPOLLIN as u32;
+
+/// An edge the drain has no budget left for: its write part is served (a
+/// message, no read); its read part is kept as sticky readiness, or, when a
+/// reader is armed, queued in the backlog for the next drain (kicked).
+fn defer(kept: &Kept<Socket>, events: u32, out: &Out) {
     let obj = kept.obj();
     let s = obj.get();
     let mut st = s.lock();
     if st.phase != Phase::Open {
         return;
     }
-    st.rd.hup |= hup;
+    write_edge(obj, &mut st, events, out);
+    if events & epoll::IN == 0 {
+        return;
+    }
+    st.rd.hup |= events & epoll::HUP != 0;
     if !st.rd.armed {
         st.rd.ready = true;
         return;
@@ -151,8 +160,46 @@ fn defer(kept: &Kept<Socket>, hup: bool) {
     }
 }
 
+/// The write part of an edge (`EPOLLOUT`, error or hang-up, on a socket in
+/// the set for writes): the armed writer gets its select message, as
+/// enif_select would send it; with nobody armed the edge is kept for the
+/// next write arm.
+fn write_edge(obj: Obj<'_, Socket>, st: &mut State, events: u32, out: &Out) {
+    if !st.rd.out || events & epoll::WR == 0 {
+        return;
+    }
+    st.rd.w_hup |= events & epoll::WHUP != 0;
+    if !std::mem::replace(&mut st.rd.w_armed, false) {
+        st.rd.w_ready = true;
+        return;
+    }
+    let Some(w) = st.writers.current.as_mut() else {
+        return;
+    };
+    w.told = true;
+    let (pid, handle) = (w.pid, w.handle);
+    select_msg(obj, &st.handles, &pid, handle, out);
+}
+
+/// Sends `{'$nifsock', S, select, Handle}` to a waiter, as enif_select would.
+fn select_msg(
+    obj: Obj<'_, Socket>,
+    handles: &HandleStore,
+    pid: &ErlNifPid,
+    handle: Saved,
+    out: &Out,
+) {
+    out.emit(pid, |env| {
+        let h = handles
+            .load(env, handle)
+            .unwrap_or_else(|| atoms::undefined().encode(env));
+        let sock = (atoms::nifsock_tag(), obj.make_term(env)).encode(env);
+        (atoms::nifsock_tag(), sock, atoms::select(), h).encode(env)
+    });
+}
+
 /// One edge (or backlog entry) for a socket; returns the bytes read.
-fn fire(kept: &Kept<Socket>, hup: bool, from_backlog: bool, out: &Out) -> usize {
+fn fire(kept: &Kept<Socket>, events: u32, from_backlog: bool, out: &Out) -> usize {
     let obj = kept.obj();
     let s = obj.get();
     let mut guard = s.lock();
@@ -163,7 +210,11 @@ fn fire(kept: &Kept<Socket>, hup: bool, from_backlog: bool, out: &Out) -> usize 
     if st.phase != Phase::Open {
         return 0;
     }
-    st.rd.hup |= hup;
+    write_edge(obj, st, events, out);
+    if events & epoll::IN == 0 {
+        return 0;
+    }
+    st.rd.hup |= events & epoll::HUP != 0;
     if !st.rd.armed {
         st.rd.ready = true;
         return 0;
@@ -179,13 +230,6 @@ fn fire(kept: &Kept<Socket>, hup: bool, from_backlog: bool, out: &Out) -> usize 
         return DELIVER.get().map_or(0, |deliver| deliver(obj, &pid, out));
     }
     w.told = true;
-    let handles = &st.handles;
-    out.emit(&pid, |env| {
-        let h = handles
-            .load(env, handle)
-            .unwrap_or_else(|| atoms::undefined().encode(env));
-        let sock = (atoms::nifsock_tag(), obj.make_term(env)).encode(env);
-        (atoms::nifsock_tag(), sock, atoms::select(), h).encode(env)
-    });
+    select_msg(obj, &st.handles, &pid, handle, out);
     0
 }

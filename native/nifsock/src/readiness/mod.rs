@@ -26,13 +26,25 @@
 //!   to a backlog and kicks an eventfd in the set, so ERTS runs the drain again
 //!   after other work.
 //!
-//! Only reads use this path (recv, accept, active delivery); writes and
-//! connects keep one `enif_select` per wait.
+//! * **Writers and connects too** (`arm::arm_write`). The first write or
+//!   connect wait adds `EPOLLOUT` to the fd's registration (an ADD with
+//!   `EPOLLIN | EPOLLOUT`, or one MOD of a socket already in the set for
+//!   reads); every later write wait is a flag, as for reads. Write readiness
+//!   is sticky in the same way (`EPOLLOUT`, or an error/hang-up, seen while no
+//!   writer is armed), and the armed writer's message is the one enif_select
+//!   sends. Sockets that never wait for a write stay registered for reads only,
+//!   so they get no write edges.
+//!
+//! Reads, writes and connects all use this path when it is on; with
+//! `select` every wait is one `enif_select`.
 
 mod arm;
 mod drain;
 mod set;
 
-pub use arm::{arm, cancel, defer_armed, hup, rearm_direct, registered, unregister, Arm};
+pub use arm::{
+    arm, arm_write, cancel, cancel_write, defer_armed, hup, rearm_direct, registered, unregister,
+    write_attempt, Arm,
+};
 pub use drain::{install, pump_drain, Out};
 pub use set::{enabled, set_pump, shared_size};

@@ -146,8 +146,9 @@ pub fn set_pump(on: bool) -> bool {
     true
 }
 
-/// Adds `fd` to the set under a fresh slot holding a reference to `obj`.
-pub(super) fn register(obj: Obj<'_, Socket>, fd: RawFd) -> Option<u64> {
+/// Adds `fd` to the set (for `events`, edge-triggered) under a fresh slot
+/// holding a reference to `obj`.
+pub(super) fn register(obj: Obj<'_, Socket>, fd: RawFd, events: u32) -> Option<u64> {
     let sh = shared()?;
     let set = sh.set.get()?;
     let k = {
@@ -166,12 +167,18 @@ pub(super) fn register(obj: Obj<'_, Socket>, fd: RawFd) -> Option<u64> {
         slot.obj = Some(Kept::new(obj));
         key(idx, slot.gen)
     };
-    if epoll::add(set.epfd, fd, epoll::IN | epoll::ET, k).is_err() {
+    if epoll::add(set.epfd, fd, events | epoll::ET, k).is_err() {
         // The caller holds a term of obj: this drop is never the last reference.
         drop(free_slot(k));
         return None;
     }
     Some(k)
+}
+
+/// Changes the events of a registered `fd` (key `k`) to `events`, edge-triggered.
+pub(super) fn modify(fd: RawFd, k: u64, events: u32) -> Option<()> {
+    let set = get()?;
+    epoll::modify(set.epfd, fd, events | epoll::ET, k).ok()
 }
 
 /// Frees the slot of `k` (bumping its generation); its reference, for the

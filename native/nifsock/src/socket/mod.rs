@@ -38,7 +38,7 @@ mod tcp;
 /// change to what an upgrade carries over: the slot order of `stats`, the
 /// readiness `Shared` state (`readiness/set.rs`), `sys::carry::Carry`, or the
 /// driver's `Hooks`.
-pub const LAYOUT: u32 = 1;
+pub const LAYOUT: u32 = 2;
 
 /// Lifecycle of a socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

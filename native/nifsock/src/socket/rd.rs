@@ -1,8 +1,8 @@
 //! A socket's part of the readiness set (`readiness/`), kept in its `State`
 //! under the state mutex. All false/None unless the `driver` or `pump`
-//! readiness source is on and the socket has waited for a read.
+//! readiness source is on and the socket has waited for a read or a write.
 
-/// Read readiness from nifsock's own epoll set.
+/// Read and write readiness from nifsock's own epoll set.
 #[derive(Debug, Default)]
 pub struct SockRd {
     /// The slot key (`generation << 32 | index`), once the fd is in the set.
@@ -17,4 +17,18 @@ pub struct SockRd {
     pub hup: bool,
     /// The slot key is in the drain's backlog (at most once).
     pub queued: bool,
+    /// The fd is in the set with `EPOLLOUT` too (from its first write or
+    /// connect wait on).
+    pub out: bool,
+    /// The current write waiter is waiting for an edge in the set.
+    pub w_armed: bool,
+    /// A write edge came while no writer was armed (the next write arm consumes it).
+    pub w_ready: bool,
+    /// The socket failed or hung up (EPOLLERR/HUP): every later write wait is
+    /// ready at once (the write then reports the error). Not EPOLLRDHUP: a
+    /// peer that only shut down its side can still be written to.
+    pub w_hup: bool,
+    /// The current write wait was armed in the set, not with enif_select
+    /// (so cancelling it costs no system call).
+    pub w_set: bool,
 }

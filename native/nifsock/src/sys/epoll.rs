@@ -6,6 +6,12 @@ use std::os::fd::RawFd;
 pub const IN: u32 = (libc::EPOLLIN | libc::EPOLLRDHUP | libc::EPOLLERR | libc::EPOLLHUP) as u32;
 /// Peer shut down writing, hang-up or error: persistent conditions.
 pub const HUP: u32 = (libc::EPOLLRDHUP | libc::EPOLLERR | libc::EPOLLHUP) as u32;
+/// Writable, error or hang-up: all mean "try the write" (or the connect).
+pub const WR: u32 = (libc::EPOLLOUT | libc::EPOLLERR | libc::EPOLLHUP) as u32;
+/// Writable (added to [`IN`] once a socket waits for a write).
+pub const OUT: u32 = libc::EPOLLOUT as u32;
+/// Error or hang-up: writes fail from now on (a write wait is ready at once).
+pub const WHUP: u32 = (libc::EPOLLERR | libc::EPOLLHUP) as u32;
 /// Edge-triggered (no ONESHOT: a registration serves every wait).
 pub const ET: u32 = libc::EPOLLET as u32;
 
@@ -42,6 +48,18 @@ pub fn add(epfd: RawFd, fd: RawFd, events: u32, key: u64) -> Result<(), i32> {
     let mut ev = libc::epoll_event { events, u64: key };
     // SAFETY: ev is a valid epoll_event for the duration of the call.
     let r = unsafe { libc::epoll_ctl(epfd, libc::EPOLL_CTL_ADD, fd, &mut ev) };
+    if r < 0 {
+        Err(errno())
+    } else {
+        Ok(())
+    }
+}
+
+/// Changes the events of `fd` in `epfd` (its `key` kept).
+pub fn modify(epfd: RawFd, fd: RawFd, events: u32, key: u64) -> Result<(), i32> {
+    let mut ev = libc::epoll_event { events, u64: key };
+    // SAFETY: ev is a valid epoll_event for the duration of the call.
+    let r = unsafe { libc::epoll_ctl(epfd, libc::EPOLL_CTL_MOD, fd, &mut ev) };
     if r < 0 {
         Err(errno())
     } else {

@@ -63,7 +63,7 @@ pub struct Out<'a> {
     port: Option<PortId>,
 }
 
-/// The external format of each registered socket's term, by slot index,
+/// The external format of each registered socket's resource term, by slot index,
 /// with the slot key it was made for (a later socket in the slot has
 /// another key and makes its own). Used by this copy's port drains only.
 static EXTS: Mutex<Vec<Option<(u64, Ext)>>> = Mutex::new(Vec::new());
@@ -75,7 +75,8 @@ impl Out<'_> {
     }
 
     /// Runs `f` with the readiness port and the external format of the
-    /// socket's term (made at its first message), when this drain runs in
+    /// socket's resource term (made at its first message; the socket term
+    /// `{'$nifsock', Resource}` is built around it, so no atom is decoded), when this drain runs in
     /// the port's `ready_input`; None otherwise (send with [`Out::emit`]).
     /// Whether a socket's messages come from the port is the same for all of
     /// one drain's messages, so the messages of one delivery have one sender
@@ -94,7 +95,7 @@ impl Out<'_> {
         }
         let slot = exts.get_mut(ix)?;
         if !matches!(slot, Some((k, _)) if *k == key) {
-            let ext = self.menv.scratch(|env| Ext::of(sock_term(env, obj)))?;
+            let ext = self.menv.scratch(|env| Ext::of(obj.make_term(env)))?;
             *slot = Some((key, ext));
         }
         let (_, ext) = slot.as_ref()?;

@@ -154,7 +154,8 @@ impl Drop for DrvBin {
     }
 }
 
-const CAP: usize = 16;
+/// Words of the largest spec (`{Tag, {'$nifsock', Res}, [B1, ..., BN | Rest]}`: 17).
+const CAP: usize = 24;
 
 /// A driver term spec: a stack program of at most a few terms, whose
 /// pointers borrow `'a` (valid until it is sent).

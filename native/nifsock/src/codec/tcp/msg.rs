@@ -76,22 +76,33 @@ fn packet_spec<'s>(spec: &mut Spec<'s>, bytes: &'s [u8], opts: &TcpOpts) {
     };
 }
 
-/// [`data_msg`] as a driver term spec (`sock`: the socket term's external format).
+/// The socket term `{'$nifsock', Resource}` (as `args::sock_term`) around
+/// the resource term's external format `res`.
+fn sock_spec<'s>(spec: &mut Spec<'s>, res: &'s Ext) {
+    spec.atom(atoms::nifsock_tag()).ext(res).tuple(2);
+}
+
+/// [`data_msg`] as a driver term spec (`sock`: the socket's resource term's
+/// external format).
 pub fn data_spec<'s>(spec: &mut Spec<'s>, sock: &'s Ext, bytes: &'s [u8], opts: &TcpOpts) {
-    spec.atom(opts.tags.data).ext(sock);
+    spec.atom(opts.tags.data);
+    sock_spec(spec, sock);
     packet_spec(spec, bytes, opts);
     spec.tuple(3);
 }
 
 /// [`tagged`] as a driver term spec.
 pub fn tagged_spec<'s>(spec: &mut Spec<'s>, tag: Atom, sock: &'s Ext) {
-    spec.atom(tag).ext(sock).tuple(2);
+    spec.atom(tag);
+    sock_spec(spec, sock);
+    spec.tuple(2);
 }
 
 /// [`error_msg`] of an OS error `e` as a driver term spec (the reason as
 /// `Error::Os(e)` encodes it: its posix atom, else the number).
 pub fn error_spec<'s>(spec: &mut Spec<'s>, env: Env, tag: Atom, sock: &'s Ext, e: i32) {
-    spec.atom(tag).ext(sock);
+    spec.atom(tag);
+    sock_spec(spec, sock);
     match errno::name(e).and_then(|name| Atom::from_str(env, name).ok()) {
         Some(a) => spec.atom(a),
         None => spec.int(e as isize),
@@ -108,5 +119,7 @@ pub fn data_bin_spec<'s>(
     bin: &'s DrvBin,
     len: usize,
 ) {
-    spec.atom(tag).ext(sock).bin(bin, len).tuple(3);
+    spec.atom(tag);
+    sock_spec(spec, sock);
+    spec.bin(bin, len).tuple(3);
 }

@@ -157,7 +157,7 @@ fn drain_with(caller: Option<Env>) {
         } else if let Some(kept) = set::lookup(k) {
             let hup = events & epoll::HUP != 0;
             if read < BATCH_BYTES {
-                read += fire(&kept, hup, false, &out);
+                read += fire(&kept, k, hup, false, &out);
             } else {
                 // over the byte bound: keep the edge, serve it from the backlog
                 defer(&kept, hup);
@@ -167,7 +167,7 @@ fn drain_with(caller: Option<Env>) {
     for k in backlog {
         if let Some(kept) = set::lookup(k) {
             if read < BATCH_BYTES {
-                read += fire(&kept, false, true, &out);
+                read += fire(&kept, k, false, true, &out);
             } else {
                 // still queued: stays for the next drain
                 push(k);
@@ -197,8 +197,9 @@ fn defer(kept: &Kept<Socket>, hup: bool) {
     }
 }
 
-/// One edge (or backlog entry) for a socket; returns the bytes read.
-fn fire(kept: &Kept<Socket>, hup: bool, from_backlog: bool, out: &Out) -> usize {
+/// One edge (or backlog entry) for the socket of slot key `key`; returns
+/// the bytes read.
+fn fire(kept: &Kept<Socket>, key: u64, hup: bool, from_backlog: bool, out: &Out) -> usize {
     let obj = kept.obj();
     let s = obj.get();
     let mut guard = s.lock();
@@ -220,7 +221,6 @@ fn fire(kept: &Kept<Socket>, hup: bool, from_backlog: bool, out: &Out) -> usize 
     };
     let (pid, handle) = (w.pid, w.handle);
     if st.tcp.active != Active::Off {
-        let key = st.rd.key.unwrap_or(0);
         // The waiter is the socket's pump: deliver here, no pump hop.
         drop(guard);
         return DELIVER

@@ -43,6 +43,7 @@
          tcp_active_zero_passive/1,
          tcp_active_negative_total_passive/1,
          tcp_active_n_out_of_range/1,
+         tcp_active_messages_one_sender/1,
          tcp_packet_send_header/1,
          tcp_packet_recv_split_passive/1,
          tcp_packet_recv_split_active/1,
@@ -173,6 +174,7 @@ cases() ->
      tcp_active_zero_passive,
      tcp_active_negative_total_passive,
      tcp_active_n_out_of_range,
+     tcp_active_messages_one_sender,
      tcp_packet_send_header,
      tcp_packet_recv_split_passive,
      tcp_packet_recv_split_active,
@@ -741,6 +743,75 @@ tcp_packet_size_active(Config) ->
             ct:fail({no_emsgsize, flush_all()})
     end,
     close_all(M, [S]), gen_tcp:close(Peer).
+
+%% Active mode: every message of a socket's deliveries (data, passive, error, closed) is sent by one port (gen_tcp's socket; nifsock's readiness driver port), so ERTS, which orders signals per sender, keeps their order.
+tcp_active_messages_one_sender(Config) ->
+    M = mod(Config),
+    {DT, CT, ET, PT} = tags(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, 2}, {show_econnreset, true}]),
+    case active_sender(M, S) of
+        undefined ->
+            close_all(M, [S]), gen_tcp:close(Peer),
+            {skip, not_driver_readiness};
+        Sender ->
+            1 = erlang:trace(Sender, true, [send]),
+            ok = gen_tcp:send(Peer, <<"a">>),
+            A = next_of(S),
+            ok = gen_tcp:send(Peer, <<"b">>),
+            B = next_of(S),
+            P = next_of(S),
+            ok = setopts(Config, S, [{active, true}]),
+            ok = gen_tcp:send(Peer, <<"c">>),
+            C = next_of(S),
+            ok = inet:setopts(Peer, [{linger, {true, 0}}]),
+            ok = gen_tcp:close(Peer),
+            E = next_of(S),
+            Cl = next_of(S),
+            Got = [A, B, P, C, E, Cl],
+            [{DT, S, <<"a">>}, {DT, S, <<"b">>}, {PT, S}, {DT, S, <<"c">>},
+             {ET, S, econnreset}, {CT, S}] = Got,
+            Traced = traced_sends(Sender, S, length(Got)),
+            _ = (catch erlang:trace(Sender, false, [send])),
+            {Got, Got} = {Got, Traced},
+            M:close(S)
+    end.
+
+%% The port that sends S's active messages: the socket itself (gen_tcp), the
+%% readiness driver's port (nifsock_tcp on the driver readiness source).
+active_sender(gen_tcp, S) -> S;
+active_sender(_, _) ->
+    case nifsock_readiness:mode() of
+        driver ->
+            case [P || P <- erlang:ports(),
+                       erlang:port_info(P, name) =:= {name, "libnifsock"}] of
+                [P] -> P;
+                _ -> undefined
+            end;
+        _ ->
+            undefined
+    end.
+
+%% The next message about S (not a trace message).
+next_of(S) ->
+    receive
+        Msg when is_tuple(Msg), element(1, Msg) =/= trace, tuple_size(Msg) >= 2,
+                 element(2, Msg) =:= S ->
+            Msg
+    after ?T ->
+            ct:fail({no_message, flush_all()})
+    end.
+
+%% The first N messages about S that Sender was traced sending to this process.
+traced_sends(_Sender, _S, 0) -> [];
+traced_sends(Sender, S, N) ->
+    Self = self(),
+    receive
+        {trace, Sender, send, Msg, Self} when is_tuple(Msg), tuple_size(Msg) >= 2,
+                                              element(2, Msg) =:= S ->
+            [Msg | traced_sends(Sender, S, N - 1)]
+    after ?T ->
+            []
+    end.
 
 %% {packet_size, N}: a longer packet header gives {error, emsgsize} from a passive recv.
 tcp_packet_size_passive(Config) ->

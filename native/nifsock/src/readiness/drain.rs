@@ -3,7 +3,7 @@
 //! socket's data through the hook `ops::tcp::active` installs, and tells an
 //! armed writer (send, sendfile or connect) its socket is writable.
 
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 use rustler::sys::ErlNifPid;
 use rustler::{Encoder, Env, Term};
@@ -13,6 +13,7 @@ use super::set::{self, lock, EFD_KEY};
 use crate::atoms;
 use crate::socket::{Active, Phase, Socket, State};
 use crate::sys::driver::{self, Hooks};
+use crate::sys::drvsend::{Ext, PortId};
 use crate::sys::env::EnvRef;
 use crate::sys::epoll;
 use crate::sys::handles::{HandleStore, Saved};
@@ -27,7 +28,9 @@ pub const BATCH: usize = 64;
 
 /// Delivers an active socket's data from a drain (`ops::tcp::active`); the
 /// pid is the socket's current read waiter (its pump). Returns the bytes read.
-pub type Deliver = for<'o, 'p, 'e, 'm> fn(Obj<'o, Socket>, &'p ErlNifPid, &'m Out<'e>) -> usize;
+/// `u64` is the socket's slot key.
+pub type Deliver =
+    for<'o, 'p, 'e, 'm> fn(Obj<'o, Socket>, u64, &'p ErlNifPid, &'m Out<'e>) -> usize;
 
 /// Bytes one drain reads before it leaves the rest of its events to later
 /// drains (each delivery reads at most `MAX_DELIVERY_READS` buffers, so a
@@ -57,12 +60,54 @@ pub fn install(deliver: Deliver) -> bool {
 pub struct Out<'a> {
     menv: MsgEnv,
     caller: Option<Env<'a>>,
+    /// The readiness port, when this drain runs in its `ready_input`: the
+    /// active messages are then all sent from the port (see `via_port`).
+    port: Option<PortId>,
 }
+
+/// The external format of each registered socket's resource term, by slot index,
+/// with the slot key it was made for (a later socket in the slot has
+/// another key and makes its own). Used by this copy's port drains only.
+static EXTS: Mutex<Vec<Option<(u64, Ext)>>> = Mutex::new(Vec::new());
 
 impl Out<'_> {
     /// Builds a message in the drain's env and sends it to `pid`.
     pub fn emit(&self, pid: &ErlNifPid, f: impl for<'b> FnOnce(Env<'b>) -> Term<'b>) -> bool {
         self.menv.emit_from(self.caller, pid, f)
+    }
+
+    /// Runs `f` with the readiness port and the external format of the
+    /// socket's resource term (made at its first message; the socket term
+    /// `{'$nifsock', Resource}` is built around it, so no atom is decoded), when this drain runs in
+    /// the port's `ready_input`; None otherwise (send with [`Out::emit`]).
+    /// Whether a socket's messages come from the port is the same for all of
+    /// one drain's messages, so the messages of one delivery have one sender
+    /// and keep their order (ERTS orders signals per sender).
+    pub fn via_port<R>(
+        &self,
+        key: u64,
+        obj: Obj<'_, Socket>,
+        f: impl for<'e> FnOnce(PortId, &Ext, Env<'e>) -> R,
+    ) -> Option<R> {
+        let port = self.port?;
+        let ix = usize::try_from(key & 0xffff_ffff).ok()?;
+        let mut exts = lock(&EXTS);
+        if exts.len() <= ix {
+            exts.resize_with(ix + 1, || None);
+        }
+        let slot = exts.get_mut(ix)?;
+        if !matches!(slot, Some((k, _)) if *k == key) {
+            let ext = self.menv.scratch(|env| Ext::of(obj.make_term(env)))?;
+            *slot = Some((key, ext));
+        }
+        let (_, ext) = slot.as_ref()?;
+        Some(self.menv.scratch(|env| f(port, ext, env)))
+    }
+
+    /// This drain runs in the readiness port's `ready_input` ([`Out::via_port`]
+    /// sends from the port, unless the socket term can't be encoded).
+    pub fn on_port(&self) -> bool {
+        self.port.is_some()
     }
 
     /// The drain's env as the caller env of lifecycle calls (monitors, aborts).
@@ -91,7 +136,8 @@ fn drain() {
 fn drain_with(caller: Option<Env>) {
     let Some(set) = set::get() else { return };
     let Some(menv) = MsgEnv::new() else { return };
-    let out = Out { menv, caller };
+    let port = caller.is_none().then(driver::ready_port).flatten();
+    let out = Out { menv, caller, port };
     let (backlog, left) = set::shared()
         .map(|sh| {
             let mut b = lock(&sh.backlog);
@@ -112,7 +158,7 @@ fn drain_with(caller: Option<Env>) {
             epoll::clear(set.efd);
         } else if let Some(kept) = set::lookup(k) {
             if read < BATCH_BYTES {
-                read += fire(&kept, events, false, &out);
+                read += fire(&kept, k, events, false, &out);
             } else {
                 // over the byte bound: keep the edge, serve it from the backlog
                 defer(&kept, events, &out);
@@ -122,7 +168,7 @@ fn drain_with(caller: Option<Env>) {
     for k in backlog {
         if let Some(kept) = set::lookup(k) {
             if read < BATCH_BYTES {
-                read += fire(&kept, BACKLOG, true, &out);
+                read += fire(&kept, k, BACKLOG, true, &out);
             } else {
                 // still queued: stays for the next drain
                 push(k);
@@ -193,13 +239,13 @@ fn select_msg(
         let h = handles
             .load(env, handle)
             .unwrap_or_else(|| atoms::undefined().encode(env));
-        let sock = (atoms::nifsock_tag(), obj.make_term(env)).encode(env);
-        (atoms::nifsock_tag(), sock, atoms::select(), h).encode(env)
+        (atoms::nifsock_tag(), sock_term(env, obj), atoms::select(), h).encode(env)
     });
 }
 
-/// One edge (or backlog entry) for a socket; returns the bytes read.
-fn fire(kept: &Kept<Socket>, events: u32, from_backlog: bool, out: &Out) -> usize {
+/// One edge (or backlog entry) for the socket of slot key `key`; returns
+/// the bytes read.
+fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Out) -> usize {
     let obj = kept.obj();
     let s = obj.get();
     let mut guard = s.lock();
@@ -227,9 +273,17 @@ fn fire(kept: &Kept<Socket>, events: u32, from_backlog: bool, out: &Out) -> usiz
     if st.tcp.active != Active::Off {
         // The waiter is the socket's pump: deliver here, no pump hop.
         drop(guard);
-        return DELIVER.get().map_or(0, |deliver| deliver(obj, &pid, out));
+        return DELIVER
+            .get()
+            .map_or(0, |deliver| deliver(obj, key, &pid, out));
     }
     w.told = true;
     select_msg(obj, &st.handles, &pid, handle, out);
     0
+}
+
+/// The socket term users hold, `{'$nifsock', Resource}` (as
+/// `lifecycle::sock_term`, which sits above this layer).
+fn sock_term<'a>(env: Env<'a>, obj: Obj<'_, Socket>) -> Term<'a> {
+    (atoms::nifsock_tag(), obj.make_term(env)).encode(env)
 }

@@ -8,12 +8,13 @@
 //! `dlopen`s the same path as `erlang:load_nif`, so both share this object and
 //! its statics (see doc/readiness-research.md).
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_char, c_int, c_uint, c_void};
 use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use super::carry;
+use super::drvsend::PortId;
 
 type ErlDrvData = *mut c_void;
 type ErlDrvEvent = *mut c_void;
@@ -80,6 +81,21 @@ extern "C" {
     /// erl_driver.h: `int driver_select(ErlDrvPort, ErlDrvEvent, int mode, int on)`,
     /// exported by the emulator (resolved at dlopen, like the enif_* symbols).
     fn driver_select(port: ErlDrvPort, event: ErlDrvEvent, mode: c_int, on: c_int) -> c_int;
+    /// erl_driver.h: `ErlDrvTermData driver_mk_port(ErlDrvPort)`.
+    fn driver_mk_port(port: ErlDrvPort) -> usize;
+}
+
+thread_local! {
+    /// The port id of this copy's port while its `ready_input` runs on this
+    /// thread (0 otherwise): a drain run by it may send from the port.
+    static READY_PORT: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The port whose `ready_input` (this copy's driver's) runs the current
+/// drain, or None (the pump's NIF, or another copy's driver after an
+/// upgrade: those send with enif_send).
+pub fn ready_port() -> Option<PortId> {
+    PortId::from_raw(READY_PORT.with(Cell::get))
 }
 
 /// What the driver calls into (plain Rust, set by the readiness module).
@@ -200,12 +216,18 @@ unsafe extern "C" fn drv_stop(data: ErlDrvData) {
     });
 }
 
-unsafe extern "C" fn drv_ready_input(_data: ErlDrvData, _event: ErlDrvEvent) {
+unsafe extern "C" fn drv_ready_input(data: ErlDrvData, _event: ErlDrvEvent) {
+    // SAFETY: data is the PortData drv_start made, alive until drv_stop.
+    let pd = unsafe { data.cast::<PortData>().as_ref() };
+    // SAFETY: the port is valid (and locked) during its ready_input.
+    let port = pd.map_or(0, |pd| unsafe { driver_mk_port(pd.port) });
+    READY_PORT.with(|c| c.set(port));
     let _ = std::panic::catch_unwind(|| {
         if let Some(h) = hooks() {
             (h.ready)();
         }
     });
+    READY_PORT.with(|c| c.set(0));
 }
 
 unsafe extern "C" fn drv_stop_select(_event: ErlDrvEvent, _reserved: *mut c_void) {

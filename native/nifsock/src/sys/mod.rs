@@ -7,6 +7,7 @@
 
 pub mod carry;
 pub mod driver;
+pub mod drvsend;
 pub mod entry;
 pub mod env;
 pub mod epoll;

@@ -155,6 +155,17 @@ impl MsgEnv {
     }
 }
 
+impl MsgEnv {
+    /// Runs `f` with this env as scratch space, then empties it (terms made
+    /// there can't outlive `f`).
+    pub fn scratch<R>(&self, f: impl for<'a> FnOnce(Env<'a>) -> R) -> R {
+        let r = self.with(f);
+        // SAFETY: self.0 is our env; no term of it outlives `with`'s closure.
+        unsafe { enif_clear_env(self.0) };
+        r
+    }
+}
+
 impl Drop for MsgEnv {
     fn drop(&mut self) {
         // SAFETY: allocated by enif_alloc_env in `new`, freed once.

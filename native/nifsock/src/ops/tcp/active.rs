@@ -16,23 +16,45 @@ use crate::readiness;
 use crate::socket::TcpOpts;
 use crate::socket::{Active, Phase, Socket, Tags};
 use crate::stats;
+use crate::sys::drvsend::{DrvBin, Spec};
 use crate::sys::msg;
 use crate::sys::resource::Obj;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
 use rustler::sys::ErlNifPid;
-use rustler::{Binary, Encoder, Env, NewBinary, OwnedBinary, Term};
+use rustler::{Atom, Binary, Encoder, Env, NewBinary, OwnedBinary, Term};
 
 /// Where a delivery runs.
 enum Via<'a, 'm, 'o> {
     /// A NIF call (the pump's, or `set_active`'s), with the socket term.
     Nif(Env<'a>, Term<'a>),
-    /// A readiness drain (the driver's `ready_input` or the pump source's NIF).
-    Drain(&'m readiness::Out<'o>),
+    /// A readiness drain (the driver's `ready_input` or the pump source's
+    /// NIF), with the socket's slot key.
+    Drain(&'m readiness::Out<'o>, u64),
+}
+
+/// An active-mode message.
+#[derive(Clone, Copy)]
+enum Msg<'b> {
+    /// `{Data, S, Packet}`.
+    Data(&'b [u8]),
+    /// `{Tag, S}`: closed or passive.
+    Tagged(Atom),
+    /// `{Error, S, Reason}` of an OS error.
+    Error(Atom, i32),
+}
+
+fn msg_term<'b>(env: Env<'b>, sock: Term<'b>, opts: &TcpOpts, m: Msg) -> Term<'b> {
+    match m {
+        Msg::Data(bytes) => codec::data_msg(env, sock, bytes, opts),
+        Msg::Tagged(tag) => codec::tagged(env, tag, sock),
+        Msg::Error(tag, e) => codec::error_msg(env, tag, sock, Error::Os(e)),
+    }
 }
 
 impl Via<'_, '_, '_> {
-    /// Sends the owner the message `f` builds (given an env and the socket term).
+    /// Sends the owner the message `f` builds (given an env and the socket
+    /// term), with enif_send.
     fn emit(
         &self,
         obj: Obj<'_, Socket>,
@@ -43,11 +65,38 @@ impl Via<'_, '_, '_> {
             Via::Nif(env, sock) => {
                 msg::send(*env, pid, f(*env, *sock));
             }
-            Via::Drain(out) => {
+            Via::Drain(out, _) => {
                 out.emit(pid, |env| {
                     let sock = lifecycle::sock_term(env, obj);
                     f(env, sock)
                 });
+            }
+        }
+    }
+
+    /// Sends the owner `m`: from the readiness port when the drain runs in
+    /// its `ready_input` (every message of such a delivery: one sender, so
+    /// ERTS keeps their order), else with enif_send.
+    fn send(&self, obj: Obj<'_, Socket>, pid: &ErlNifPid, opts: &TcpOpts, m: Msg) {
+        match self {
+            Via::Nif(env, sock) => {
+                msg::send(*env, pid, msg_term(*env, *sock, opts, m));
+            }
+            Via::Drain(out, key) => {
+                let sent = out.via_port(*key, obj, |port, ext, env| {
+                    let mut spec = Spec::default();
+                    match m {
+                        Msg::Data(bytes) => codec::data_spec(&mut spec, ext, bytes, opts),
+                        Msg::Tagged(tag) => codec::tagged_spec(&mut spec, tag, ext),
+                        Msg::Error(tag, e) => codec::error_spec(&mut spec, env, tag, ext, e),
+                    }
+                    spec.send(port, pid)
+                });
+                if sent.is_none() {
+                    out.emit(pid, |env| {
+                        msg_term(env, lifecycle::sock_term(env, obj), opts, m)
+                    });
+                }
             }
         }
     }
@@ -95,21 +144,20 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
         match frame(&opts, 0, &pending, rcvbuf) {
             Found::Packet { consumed, payload } => {
                 let bytes = pending.get(payload).unwrap_or(&[]);
-                via.emit(obj, &owner, |env, sock| {
-                    codec::data_msg(env, sock, bytes, &opts)
-                });
+                via.send(obj, &owner, &opts, Msg::Data(bytes));
                 pending.drain(..consumed.min(pending.len()));
                 opts.active = count_down(via, obj, &owner, &opts);
             }
             Found::TooLarge => {
                 // As inet: what was read is dropped with the bad packet.
                 pending.clear();
-                via.emit(obj, &owner, |env, sock| {
-                    codec::error_msg(env, opts.tags.error, sock, Error::Os(libc::EMSGSIZE))
-                });
-                via.emit(obj, &owner, |env, sock| {
-                    codec::tagged(env, opts.tags.closed, sock)
-                });
+                via.send(
+                    obj,
+                    &owner,
+                    &opts,
+                    Msg::Error(opts.tags.error, libc::EMSGSIZE),
+                );
+                via.send(obj, &owner, &opts, Msg::Tagged(opts.tags.closed));
                 opts.active = Active::Off;
                 ended = true;
             }
@@ -154,19 +202,13 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
                     // A reset reads as a close, as gen_tcp without show_econnreset
                     // (with it: `{nifsock_error, S, econnreset}`, then closed).
                     Read::Failed(e) if e != libc::ECONNRESET || opts.show_econnreset => {
-                        via.emit(obj, &owner, |env, sock| {
-                            codec::error_msg(env, opts.tags.error, sock, Error::Os(e))
-                        });
-                        via.emit(obj, &owner, |env, sock| {
-                            codec::tagged(env, opts.tags.closed, sock)
-                        });
+                        via.send(obj, &owner, &opts, Msg::Error(opts.tags.error, e));
+                        via.send(obj, &owner, &opts, Msg::Tagged(opts.tags.closed));
                         opts.active = Active::Off;
                         ended = true;
                     }
                     Read::Eof | Read::Failed(_) => {
-                        via.emit(obj, &owner, |env, sock| {
-                            codec::tagged(env, opts.tags.closed, sock)
-                        });
+                        via.send(obj, &owner, &opts, Msg::Tagged(opts.tags.closed));
                         opts.active = Active::Off;
                         ended = true;
                     }
@@ -201,9 +243,7 @@ fn count_down(via: &Via, obj: Obj<'_, Socket>, owner: &ErlNifPid, opts: &TcpOpts
     match opts.active {
         Active::Once => Active::Off,
         Active::Count(n) if n <= 1 => {
-            via.emit(obj, owner, |env, sock| {
-                codec::tagged(env, opts.tags.passive, sock)
-            });
+            via.send(obj, owner, opts, Msg::Tagged(opts.tags.passive));
             Active::Off
         }
         Active::Count(n) => Active::Count(n - 1),
@@ -232,6 +272,11 @@ fn read_raw(
     let tag = opts.tags.data;
     let r = s.with_fd(|fd| {
         if s.streaming() {
+            if let Via::Drain(out, key) = via {
+                if let Some(bin) = out.on_port().then(|| DrvBin::new(rcvbuf)).flatten() {
+                    return read_stream_port(via, out, *key, obj, s, fd, owner, opts, rcvbuf, bin);
+                }
+            }
             let mut owned = OwnedBinary::new(rcvbuf);
             return match syscall::recv(fd, owned.as_mut_slice(), 0) {
                 Ok(0) => (Read::Eof, 0),
@@ -263,9 +308,7 @@ fn read_raw(
         }
         match scratch_read::recv(s, fd, rcvbuf, 0, |got| {
             s.note_read(got.len());
-            via.emit(obj, owner, |env, sock| {
-                codec::data_msg(env, sock, got, opts)
-            });
+            via.send(obj, owner, opts, Msg::Data(got));
         }) {
             ScratchRead::Bytes((), n) => (Read::Got(n < rcvbuf), n),
             ScratchRead::Eof => (Read::Eof, 0),
@@ -278,6 +321,47 @@ fn read_raw(
         }
     });
     r.unwrap_or((Read::Failed(libc::EBADF), 0))
+}
+
+/// The streaming read of [`read_raw`] in a drain on the readiness port:
+/// into a driver binary, sent from the port without a copy.
+#[allow(clippy::too_many_arguments)]
+fn read_stream_port(
+    via: &Via,
+    out: &readiness::Out,
+    key: u64,
+    obj: Obj<'_, Socket>,
+    s: &Socket,
+    fd: std::os::fd::RawFd,
+    owner: &ErlNifPid,
+    opts: &TcpOpts,
+    rcvbuf: usize,
+    mut bin: DrvBin,
+) -> (Read, usize) {
+    match bin.recv(fd, 0) {
+        Ok(0) => (Read::Eof, 0),
+        Ok(n) => {
+            s.count_read(n);
+            s.note_read(n);
+            stats::DIRECT_READS.incr();
+            bin.shrink(n);
+            let sent = out.via_port(key, obj, |port, ext, _env| {
+                let mut spec = Spec::default();
+                codec::data_bin_spec(&mut spec, opts.tags.data, ext, &bin, n);
+                spec.send(port, owner)
+            });
+            if sent.is_none() {
+                via.send(obj, owner, opts, Msg::Data(bin.filled()));
+            }
+            (Read::Got(n < rcvbuf), n)
+        }
+        Err(e) if is_would_block(e) => {
+            stats::READS_EAGAIN.incr();
+            (Read::WouldBlock, 0)
+        }
+        Err(libc::EINTR) => (Read::Got(false), 0),
+        Err(e) => (Read::Failed(e), 0),
+    }
 }
 
 /// Bytes a NIF may copy per 1 % of a time slice (a NIF call counts as one
@@ -319,10 +403,15 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) {
 /// A readiness drain's delivery for an active socket whose read waiter is its
 /// pump `pump`: the same as the pump's, without the pump hop (installed as
 /// the readiness layer's `Deliver` hook by `load`); returns the bytes it read.
-pub fn deliver_from_drain(obj: Obj<'_, Socket>, pump: &ErlNifPid, out: &readiness::Out) -> usize {
+pub fn deliver_from_drain(
+    obj: Obj<'_, Socket>,
+    key: u64,
+    pump: &ErlNifPid,
+    out: &readiness::Out,
+) -> usize {
     let _serial = obj.get().delivery_lock();
     let ctx = lifecycle::Ctx::Callback(out.caller_env());
-    let (end, read_bytes) = deliver_in(&Via::Drain(out), obj);
+    let (end, read_bytes) = deliver_in(&Via::Drain(out, key), obj);
     match end {
         End::Nothing => {}
         End::Done => lifecycle::done_ctx(ctx, obj, Dir::Read, pump),

@@ -239,7 +239,13 @@ fn select_msg(
         let h = handles
             .load(env, handle)
             .unwrap_or_else(|| atoms::undefined().encode(env));
-        (atoms::nifsock_tag(), sock_term(env, obj), atoms::select(), h).encode(env)
+        (
+            atoms::nifsock_tag(),
+            sock_term(env, obj),
+            atoms::select(),
+            h,
+        )
+            .encode(env)
     });
 }
 

@@ -29,6 +29,7 @@
          readiness_fd_reuse_canary_short/1,
          readiness_fairness_streaming/1,
          readiness_write_waits/1,
+         readiness_source_kept_from_strangers/1,
          readiness_close_armed_writer/1,
          readiness_reader_writer_concurrent/1]).
 
@@ -54,6 +55,7 @@ cases() ->
 %% Writers and connects in the set: also run on the `pump' path (its own peer).
 write_cases() ->
     [readiness_write_waits,
+     readiness_source_kept_from_strangers,
      readiness_close_armed_writer,
      readiness_reader_writer_concurrent].
 
@@ -254,6 +256,11 @@ readiness_write_waits(Config) -> run(write_waits, Config).
 %% wait gets its abort `{Ref, closed}'.
 readiness_close_armed_writer(Config) -> run(close_armed_writer, Config).
 
+%% @doc Only the pump may turn the pump source on or off or drain for it: another
+%% process gets {error, invalid} (it would take over the set's select, or the
+%% source from the driver), and every wait is still served after its calls.
+readiness_source_kept_from_strangers(Config) -> run(source_kept_from_strangers, Config).
+
 %% @doc A reader and a writer waiting on one socket at once (both armed): the
 %% reader is served while the writer still waits, then the writer completes.
 readiness_reader_writer_concurrent(Config) -> run(reader_writer_concurrent, Config).
@@ -419,6 +426,24 @@ body(write_waits, #{sock := Mod, tcp := Tcp}) ->
     {ok, Big} = Tcp:recv(TA, byte_size(Big), ?T),
     receive {sent, TC} -> ok after ?T -> error(tcp_sender_stuck) end,
     [ok = Tcp:close(X) || X <- [TC, TA, TL]],
+    ok;
+body(source_kept_from_strangers, #{sock := socket}) ->
+    %% the reference group: socket has no readiness source of its own
+    ok;
+body(source_kept_from_strangers, #{sock := Mod}) ->
+    {error, invalid} = nifsock_nif:readiness_pump(true),
+    {error, invalid} = nifsock_nif:readiness_pump_drain(),
+    {error, invalid} = nifsock_nif:readiness_pump(false),
+    %% accept, connect and recv waits are all still served
+    [begin
+         {L, C, A} = nifsock_test_lib:pair(Mod),
+         Self = self(),
+         R = spawn_link(fun() -> Self ! {got, self(), Mod:recv(A, 5, ?T)} end),
+         ok = blocked(R),
+         ok = Mod:send(C, <<"hello">>),
+         receive {got, R, {ok, <<"hello">>}} -> ok after ?T -> error(no_data) end,
+         [ok = Mod:close(X) || X <- [C, A, L]]
+     end || _ <- lists:seq(1, 3)],
     ok;
 body(close_armed_writer, #{sock := Mod}) ->
     {L, C, A} = nifsock_test_lib:pair(Mod),

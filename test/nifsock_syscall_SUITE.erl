@@ -383,6 +383,18 @@ read_all(S, Acc) ->
         {error, _} -> Acc
     end.
 
+%% A peer on readiness path Readiness with this suite and nifsock loaded.
+%% ERL_FLAGS cleared: a readiness path set there for the whole run must not
+%% override the one this peer is started with.
+readiness_peer(Readiness) ->
+    {Peer, Node} = nifsock_test_lib:start_peer(
+                     #{link => true, name => peer:random_name(?MODULE),
+                       env => [{"ERL_FLAGS", ""}],
+                       args => ["-nifsock", "readiness", atom_to_list(Readiness)]}),
+    [{module, _} = rpc:call(Node, code, ensure_loaded, [X])
+     || X <- [?MODULE, nifsock, nifsock_tcp, nifsock_nif]],
+    {Peer, Node}.
+
 start_peer(_Config, Extra) ->
     nifsock_test_lib:start_peer(#{link => true, name => peer:random_name(?MODULE), args => Extra}).
 
@@ -542,14 +554,7 @@ syscall_keepalive_readiness_driver(Config) ->
 %% Counts the system calls of a peer serving ?KA_REQS keep-alive requests on
 %% each of ?KA_CONNS connections (after one warm-up request each, not counted).
 keepalive_counts(Config, Kind, Readiness) ->
-    %% ERL_FLAGS cleared: a readiness path set there for the whole run must
-    %% not override the one this peer is started with.
-    {Peer, Node} = nifsock_test_lib:start_peer(
-                     #{link => true, name => peer:random_name(?MODULE),
-                       env => [{"ERL_FLAGS", ""}],
-                       args => ["-nifsock", "readiness", atom_to_list(Readiness)]}),
-    [{module, _} = rpc:call(Node, code, ensure_loaded, [X])
-     || X <- [?MODULE, nifsock, nifsock_tcp, nifsock_nif]],
+    {Peer, Node} = readiness_peer(Readiness),
     Self = self(),
     _ = spawn(Node, ?MODULE, ka_acceptor, [Kind, Self, undefined]),
     Port = receive {port, P} -> P after 10000 -> exit(no_port) end,
@@ -641,12 +646,7 @@ syscall_blocked_writer_readiness_driver(Config) ->
 %% {Waits, Counts}: the system calls of a peer (readiness path Readiness)
 %% sending ?BW_ROUNDS rounds, after one uncounted warm-up round.
 blocked_writer_counts(Config, Kind, Readiness) ->
-    {Peer, Node} = nifsock_test_lib:start_peer(
-                     #{link => true, name => peer:random_name(?MODULE),
-                       env => [{"ERL_FLAGS", ""}],
-                       args => ["-nifsock", "readiness", atom_to_list(Readiness)]}),
-    [{module, _} = rpc:call(Node, code, ensure_loaded, [X])
-     || X <- [?MODULE, nifsock, nifsock_tcp, nifsock_nif]],
+    {Peer, Node} = readiness_peer(Readiness),
     Self = self(),
     Sender = spawn(Node, ?MODULE, bw_sender, [Kind, Self]),
     Port = receive {port, Sender, P} -> P after 10000 -> exit(no_port) end,

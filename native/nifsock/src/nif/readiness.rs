@@ -5,21 +5,38 @@ use rustler::{Encoder, Env, NifResult, Term};
 use crate::atoms;
 use crate::codec::args;
 use crate::readiness;
+use crate::sys::msg;
 
-/// Turns the pump source on or off.
+/// Whether the caller is the pump: the process registered as
+/// `nifsock_readiness` (it registers before it turns the pump on). Any other
+/// caller would take the set's select over from it (an fd selects for one
+/// pid), or turn the source over under the driver, and leave every wait in
+/// the set unserved.
+fn is_pump(env: Env<'_>) -> NifResult<bool> {
+    let caller = args::caller(env)?;
+    Ok(env
+        .whereis_pid(atoms::nifsock_readiness())
+        .is_some_and(|pid| msg::same_pid(pid.as_c_arg(), &caller)))
+}
+
+/// Turns the pump source on or off (the pump process only; not while the
+/// driver source is on).
 #[rustler::nif]
-fn readiness_pump(env: Env<'_>, on: bool) -> Term<'_> {
-    if readiness::set_pump(on) {
+fn readiness_pump(env: Env<'_>, on: bool) -> NifResult<Term<'_>> {
+    Ok(if is_pump(env)? && readiness::set_pump(on) {
         atoms::ok().encode(env)
     } else {
         (atoms::error(), atoms::invalid()).encode(env)
-    }
+    })
 }
 
 /// The pump's call on `{'$nifsock', readiness, select, batch}`: drains a batch
 /// and re-arms the select on the set's fd for the caller.
 #[rustler::nif]
 fn readiness_pump_drain(env: Env<'_>) -> NifResult<Term<'_>> {
+    if !is_pump(env)? || !readiness::pump_on() {
+        return Ok((atoms::error(), atoms::invalid()).encode(env));
+    }
     let pump = args::caller(env)?;
     let m = (
         atoms::nifsock_tag(),

@@ -47,4 +47,4 @@ pub use arm::{
     write_attempt, Arm,
 };
 pub use drain::{install, pump_drain, Out};
-pub use set::{enabled, set_pump, shared_size};
+pub use set::{enabled, pump_on, set_pump, shared_size};

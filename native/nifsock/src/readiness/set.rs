@@ -130,7 +130,8 @@ pub fn enabled() -> bool {
     shared().is_some_and(|sh| sh.mode.load(Ordering::Acquire) != OFF)
 }
 
-/// Turns the pump source on (or, with false, off). False if the set can't be made.
+/// Turns the pump source on (or, with false, off). False if the set can't be
+/// made or the driver source is on.
 pub fn set_pump(on: bool) -> bool {
     let Some(sh) = shared() else { return false };
     if !on {
@@ -142,8 +143,19 @@ pub fn set_pump(on: bool) -> bool {
     if ensure().is_none() {
         return false;
     }
-    sh.mode.store(PUMP, Ordering::Release);
-    true
+    // Off (or already the pump) to the pump; never over the driver source.
+    match sh
+        .mode
+        .compare_exchange(OFF, PUMP, Ordering::AcqRel, Ordering::Acquire)
+    {
+        Ok(_) => true,
+        Err(mode) => mode == PUMP,
+    }
+}
+
+/// Whether the pump source is on.
+pub fn pump_on() -> bool {
+    shared().is_some_and(|sh| sh.mode.load(Ordering::Acquire) == PUMP)
 }
 
 /// Adds `fd` to the set (for `events`, edge-triggered) under a fresh slot

@@ -298,12 +298,7 @@ fn read_raw(
                     });
                     (Read::Got(n < rcvbuf), n)
                 }
-                Err(e) if is_would_block(e) => {
-                    stats::READS_EAGAIN.incr();
-                    (Read::WouldBlock, 0)
-                }
-                Err(libc::EINTR) => (Read::Got(false), 0),
-                Err(e) => (Read::Failed(e), 0),
+                Err(e) => (failed_read(e), 0),
             };
         }
         match scratch_read::recv(s, fd, rcvbuf, 0, |got| {
@@ -355,12 +350,20 @@ fn read_stream_port(
             }
             (Read::Got(n < rcvbuf), n)
         }
-        Err(e) if is_would_block(e) => {
-            stats::READS_EAGAIN.incr();
-            (Read::WouldBlock, 0)
-        }
-        Err(libc::EINTR) => (Read::Got(false), 0),
-        Err(e) => (Read::Failed(e), 0),
+        Err(e) => (failed_read(e), 0),
+    }
+}
+
+/// What a direct read's errno means for the delivery: the queue is empty
+/// (EAGAIN), try again (EINTR, as a short read), or the socket failed.
+fn failed_read(e: i32) -> Read {
+    if is_would_block(e) {
+        stats::READS_EAGAIN.incr();
+        Read::WouldBlock
+    } else if e == libc::EINTR {
+        Read::Got(false)
+    } else {
+        Read::Failed(e)
     }
 }
 

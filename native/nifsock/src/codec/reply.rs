@@ -2,7 +2,7 @@
 //! and the outcomes operations return whose replies are shared (`Recv`,
 //! `Progress`), declared here beside their encoders (codec sits below ops).
 
-use rustler::{Binary, Encoder, Env, NifResult, Term};
+use rustler::{Binary, Encoder, Env, NewBinary, NifResult, OwnedBinary, Term};
 
 use crate::atoms;
 use crate::error::{Error, Result};
@@ -82,4 +82,16 @@ pub fn progress<'a>(env: Env<'a>, r: Result<Progress>) -> NifResult<Term<'a>> {
         Ok(Progress::Select) => Ok(atoms::select().encode(env)),
         Err(e) => error(env, e),
     }
+}
+
+/// The first `n` bytes of `owned` (a direct read into it) as a binary term:
+/// `owned` itself, shrunk in place, or a copy when it can't be shrunk.
+pub fn read_binary(env: Env<'_>, mut owned: OwnedBinary, n: usize) -> Binary<'_> {
+    if n == owned.len() || owned.realloc(n) {
+        return Binary::from_owned(owned, env);
+    }
+    let mut bin = NewBinary::new(env, n);
+    bin.as_mut_slice()
+        .copy_from_slice(owned.as_slice().get(..n).unwrap_or(&[]));
+    bin.into()
 }

@@ -39,7 +39,16 @@ fn send<'a>(
     mode: Mode,
 ) -> NifResult<Term<'a>> {
     let flags = args::msg_flags(flags)?;
-    match send::send(env, sock, iov, flags, handle, mode) {
+    sent(env, send::send(env, sock, iov, flags, handle, mode))
+}
+
+/// A send's reply: `ok`, `{select, N}`, `{more, N}` (mode zero only), or the
+/// error with the bytes written before it, if any.
+pub(super) fn sent<'a>(
+    env: Env<'a>,
+    r: std::result::Result<send::Outcome, send::Failed>,
+) -> NifResult<Term<'a>> {
+    match r {
         Ok(send::Outcome::All) => Ok(atoms::ok().encode(env)),
         Ok(send::Outcome::Select(n)) => Ok((atoms::select(), n).encode(env)),
         Ok(send::Outcome::More(n)) => Ok((atoms::more(), n).encode(env)),

@@ -163,12 +163,9 @@ fn tcp_send<'a>(
         return Ok(codec::send_info(env, &info));
     }
     match send::send(env, sock, iov, 0, handle, Mode::Wait) {
-        Ok(send::Outcome::All) => Ok(atoms::ok().encode(env)),
+        // the caller's wait needs the timeout
         Ok(send::Outcome::Select(n)) => Ok(codec::send_select(env, n, info.send_timeout)),
-        // (mode zero only)
-        Ok(send::Outcome::More(n)) => Ok((atoms::more(), n).encode(env)),
-        Err((e, 0)) => reply::error(env, e),
-        Err((e, n)) => reply::error_with(env, e, Some(n.encode(env))),
+        r => super::io::sent(env, r),
     }
 }
 

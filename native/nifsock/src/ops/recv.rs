@@ -8,7 +8,7 @@ use std::os::fd::RawFd;
 use rustler::{Binary, Env, NewBinary, OwnedBinary, Term};
 
 use crate::codec::args::{Mode, Sock};
-use crate::codec::reply::Recv;
+use crate::codec::reply::{self, Recv};
 use crate::core::errno::is_would_block;
 use crate::core::limits::{MAX_EXACT_LEN, MAX_READS_PER_CALL, SCRATCH_CAP, STREAM_THRESHOLD};
 use crate::error::Error;
@@ -47,13 +47,7 @@ fn read_direct<'a>(
             s.count_read(n);
             stats::DIRECT_READS.incr();
             *drained = is_drained(n, want);
-            if n < want && !owned.realloc(n) {
-                let mut bin = NewBinary::new(env, n);
-                bin.as_mut_slice()
-                    .copy_from_slice(owned.as_slice().get(..n).unwrap_or(&[]));
-                return Read::Complete(bin.into(), n);
-            }
-            Read::Complete(Binary::from_owned(owned, env), n)
+            Read::Complete(reply::read_binary(env, owned, n), n)
         }
         Err(e) if is_would_block(e) => Read::WouldBlock,
         Err(libc::EINTR) => Read::Progress,

@@ -2,16 +2,16 @@
 //! per packet, tagged with the socket's `tags`, straight from the NIF), turning a socket active (an inline
 //! read first) or passive (`pause`, controlling_process's first step).
 
-use super::{close_ended, frame, read_into, Read};
+use super::{close_ended, failed_read, frame, read_into, scratch_outcome, Read};
 use crate::codec::args::Sock;
+use crate::codec::reply;
 use crate::codec::tcp::{self as codec, ActiveArg};
-use crate::core::errno::is_would_block;
 use crate::core::limits::MAX_DELIVERY_READS;
 use crate::core::packet::Found;
 use crate::core::packet::Packet;
 use crate::error::{Error, Result};
 use crate::lifecycle;
-use crate::ops::scratch_read::{self, ScratchRead};
+use crate::ops::scratch_read;
 use crate::readiness;
 use crate::socket::TcpOpts;
 use crate::socket::{Active, Phase, Socket, Tags};
@@ -22,7 +22,7 @@ use crate::sys::resource::Obj;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
 use rustler::sys::ErlNifPid;
-use rustler::{Atom, Binary, Encoder, Env, NewBinary, OwnedBinary, Term};
+use rustler::{Atom, Encoder, Env, OwnedBinary, Term};
 
 /// Where a delivery runs.
 enum Via<'a, 'm, 'o> {
@@ -78,27 +78,21 @@ impl Via<'_, '_, '_> {
     /// its `ready_input` (every message of such a delivery: one sender, so
     /// ERTS keeps their order), else with enif_send.
     fn send(&self, obj: Obj<'_, Socket>, pid: &ErlNifPid, opts: &TcpOpts, m: Msg) {
-        match self {
-            Via::Nif(env, sock) => {
-                msg::send(*env, pid, msg_term(*env, *sock, opts, m));
-            }
-            Via::Drain(out, key) => {
-                let sent = out.via_port(*key, obj, |port, ext, env| {
-                    let mut spec = Spec::default();
-                    match m {
-                        Msg::Data(bytes) => codec::data_spec(&mut spec, ext, bytes, opts),
-                        Msg::Tagged(tag) => codec::tagged_spec(&mut spec, tag, ext),
-                        Msg::Error(tag, e) => codec::error_spec(&mut spec, env, tag, ext, e),
-                    }
-                    spec.send(port, pid)
-                });
-                if sent.is_none() {
-                    out.emit(pid, |env| {
-                        msg_term(env, lifecycle::sock_term(env, obj), opts, m)
-                    });
+        if let Via::Drain(out, key) = self {
+            let sent = out.via_port(*key, obj, |port, ext, env| {
+                let mut spec = Spec::default();
+                match m {
+                    Msg::Data(bytes) => codec::data_spec(&mut spec, ext, bytes, opts),
+                    Msg::Tagged(tag) => codec::tagged_spec(&mut spec, tag, ext),
+                    Msg::Error(tag, e) => codec::error_spec(&mut spec, env, tag, ext, e),
                 }
+                spec.send(port, pid)
+            });
+            if sent.is_some() {
+                return;
             }
         }
+        self.emit(obj, pid, |env, sock| msg_term(env, sock, opts, m));
     }
 }
 
@@ -284,36 +278,19 @@ fn read_raw(
                     s.count_read(n);
                     s.note_read(n);
                     stats::DIRECT_READS.incr();
-                    let fits = n == rcvbuf || owned.realloc(n);
                     via.emit(obj, owner, |env, sock| {
-                        let bin = if fits {
-                            Binary::from_owned(owned, env)
-                        } else {
-                            let mut bin = NewBinary::new(env, n);
-                            bin.as_mut_slice()
-                                .copy_from_slice(owned.as_slice().get(..n).unwrap_or(&[]));
-                            bin.into()
-                        };
-                        (tag, sock, bin).encode(env)
+                        (tag, sock, reply::read_binary(env, owned, n)).encode(env)
                     });
                     (Read::Got(n < rcvbuf), n)
                 }
                 Err(e) => (failed_read(e), 0),
             };
         }
-        match scratch_read::recv(s, fd, rcvbuf, 0, |got| {
+        let r = scratch_read::recv(s, fd, rcvbuf, 0, |got| {
             s.note_read(got.len());
             via.send(obj, owner, opts, Msg::Data(got));
-        }) {
-            ScratchRead::Bytes((), n) => (Read::Got(n < rcvbuf), n),
-            ScratchRead::Eof => (Read::Eof, 0),
-            ScratchRead::WouldBlock => {
-                stats::READS_EAGAIN.incr();
-                (Read::WouldBlock, 0)
-            }
-            ScratchRead::Interrupted => (Read::Got(false), 0),
-            ScratchRead::Failed(e) => (Read::Failed(e), 0),
-        }
+        });
+        scratch_outcome(r, rcvbuf)
     });
     r.unwrap_or((Read::Failed(libc::EBADF), 0))
 }
@@ -346,24 +323,15 @@ fn read_stream_port(
                 spec.send(port, owner)
             });
             if sent.is_none() {
-                via.send(obj, owner, opts, Msg::Data(bin.filled()));
+                // not from the port (the socket term could not be encoded):
+                // the copy through enif_send that `send` falls back to
+                via.emit(obj, owner, |env, sock| {
+                    msg_term(env, sock, opts, Msg::Data(bin.filled()))
+                });
             }
             (Read::Got(n < rcvbuf), n)
         }
         Err(e) => (failed_read(e), 0),
-    }
-}
-
-/// What a direct read's errno means for the delivery: the queue is empty
-/// (EAGAIN), try again (EINTR, as a short read), or the socket failed.
-fn failed_read(e: i32) -> Read {
-    if is_would_block(e) {
-        stats::READS_EAGAIN.incr();
-        Read::WouldBlock
-    } else if e == libc::EINTR {
-        Read::Got(false)
-    } else {
-        Read::Failed(e)
     }
 }
 

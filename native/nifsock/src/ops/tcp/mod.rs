@@ -12,6 +12,7 @@
 use rustler::Env;
 
 use crate::codec::args::Sock;
+use crate::core::errno::is_would_block;
 use crate::core::packet::{self, Bounds, Found, Packet};
 use crate::error::Error;
 use crate::lifecycle;
@@ -37,18 +38,38 @@ enum Read {
 /// One recv into the scratch buffer, appended to `pending`.
 fn read_into(s: &Socket, pending: &mut Vec<u8>, rcvbuf: usize) -> Read {
     let r = s.with_fd(|fd| {
-        match scratch_read::recv(s, fd, rcvbuf, 0, |got| pending.extend_from_slice(got)) {
-            ScratchRead::Bytes((), n) => Read::Got(n < rcvbuf),
-            ScratchRead::Eof => Read::Eof,
-            ScratchRead::WouldBlock => {
-                stats::READS_EAGAIN.incr();
-                Read::WouldBlock
-            }
-            ScratchRead::Interrupted => Read::Got(false),
-            ScratchRead::Failed(e) => Read::Failed(e),
-        }
+        let r = scratch_read::recv(s, fd, rcvbuf, 0, |got| pending.extend_from_slice(got));
+        scratch_outcome(r, rcvbuf).0
     });
     r.unwrap_or(Read::Failed(libc::EBADF))
+}
+
+/// What a scratch read of up to `rcvbuf` bytes means for a delivery, with
+/// the bytes it read (a short read: the queue is empty).
+fn scratch_outcome(r: ScratchRead<()>, rcvbuf: usize) -> (Read, usize) {
+    match r {
+        ScratchRead::Bytes((), n) => (Read::Got(n < rcvbuf), n),
+        ScratchRead::Eof => (Read::Eof, 0),
+        ScratchRead::WouldBlock => {
+            stats::READS_EAGAIN.incr();
+            (Read::WouldBlock, 0)
+        }
+        ScratchRead::Interrupted => (Read::Got(false), 0),
+        ScratchRead::Failed(e) => (Read::Failed(e), 0),
+    }
+}
+
+/// What a direct read's errno means for a delivery: the queue is empty
+/// (EAGAIN), try again (EINTR, as a short read), or the socket failed.
+fn failed_read(e: i32) -> Read {
+    if is_would_block(e) {
+        stats::READS_EAGAIN.incr();
+        Read::WouldBlock
+    } else if e == libc::EINTR {
+        Read::Got(false)
+    } else {
+        Read::Failed(e)
+    }
 }
 
 /// The first deliverable packet of `pending` under `opts` (`len` > 0 asks

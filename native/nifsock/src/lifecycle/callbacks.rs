@@ -80,11 +80,7 @@ fn waiter_died(ctx: Ctx, obj: Obj<'_, Socket>, st: &mut State, pid: &ErlNifPid, 
         {
             q.current = None;
             if st.phase == Phase::Open {
-                let in_set = match dir {
-                    Dir::Read => readiness::registered(st).then(|| readiness::cancel(st)),
-                    Dir::Write => readiness::cancel_write(st),
-                };
-                if in_set.is_none() {
+                if readiness::cancel(st, dir).is_none() {
                     if let Ok(fd) = obj.get().with_fd(|fd| fd) {
                         select::cancel(ctx.raw(), obj, fd, dir, undefined_in(ctx.raw()));
                     }

@@ -41,9 +41,9 @@ pub fn close(ctx: Ctx, obj: Obj<'_, Socket>) -> Result<Closed> {
         st.phase = Phase::Closing;
         // A read wait armed in the readiness set: disarmed (its waiter gets the
         // abort), then the fd leaves the set while still open.
-        let rd_armed = readiness::registered(&st).then(|| readiness::cancel(&mut st));
+        let rd_armed = readiness::cancel(&mut st, Dir::Read);
         // Likewise a write wait armed there (its writer gets the abort).
-        let wr_armed = readiness::cancel_write(&mut st);
+        let wr_armed = readiness::cancel(&mut st, Dir::Write);
         if rd_armed.is_some() {
             rd_slot = readiness::unregister(&mut st, s.with_fd(|fd| fd).ok());
         }

@@ -202,7 +202,7 @@ pub fn done_ctx(ctx: Ctx, obj: Obj<'_, Socket>, dir: Dir, caller: &ErlNifPid) {
         }
         if dir == Dir::Write {
             // A write wait still armed in the set must not fire for the next writer.
-            let _ = readiness::cancel_write(&mut st);
+            let _ = readiness::cancel(&mut st, Dir::Write);
         }
         promote(ctx, obj, &mut st, dir);
     } else if let Some(pos) = q.queue.iter().position(|w| same_pid(&w.pid, caller)) {
@@ -246,11 +246,7 @@ pub fn cancel(
             unwatch(ctx, obj, &w);
         }
         let fd = s.with_fd(|fd| fd)?;
-        let in_set = match dir {
-            Dir::Read => readiness::registered(st).then(|| readiness::cancel(st)),
-            Dir::Write => readiness::cancel_write(st),
-        };
-        let was_armed = in_set.unwrap_or_else(|| {
+        let was_armed = readiness::cancel(st, dir).unwrap_or_else(|| {
             let undefined = atoms::undefined().encode(env).as_c_arg();
             select::cancel(EnvRef::of(env), obj, fd, dir, undefined)
         });

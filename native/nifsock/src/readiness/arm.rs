@@ -7,6 +7,7 @@ use super::set::{self, lock};
 use crate::socket::{Socket, State};
 use crate::sys::epoll;
 use crate::sys::resource::{Kept, Obj};
+use crate::sys::select::Dir;
 
 /// What `arm` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,31 +77,25 @@ pub fn write_attempt(st: &mut State) {
     st.rd.w_ready = false;
 }
 
-/// Disarms the current write wait when it was armed in the set: Some(true)
-/// if it was still armed (so no message was sent for it), Some(false) if its
-/// message was sent; None when it was not armed in the set (it was
-/// enif_select'ed: cancel that).
-pub fn cancel_write(st: &mut State) -> Option<bool> {
-    if !st.rd.w_set {
-        return None;
-    }
-    st.rd.w_set = false;
-    Some(std::mem::replace(&mut st.rd.w_armed, false))
-}
-
-/// Whether the socket's fd is in the set.
-pub fn registered(st: &State) -> bool {
-    st.rd.key.is_some()
-}
-
 /// Whether the peer shut down or the socket failed (see `SockRd::hup`).
 pub fn hup(st: &State) -> bool {
     st.rd.hup
 }
 
-/// Disarms a read wait; true if it was armed (so no message was sent for it).
-pub fn cancel(st: &mut State) -> bool {
-    std::mem::replace(&mut st.rd.armed, false)
+/// Disarms the current `dir` wait when it went through the set: Some(true)
+/// if it was still armed (so no message was sent for it), Some(false) if its
+/// message was sent; None when it did not (it was enif_select'ed: cancel
+/// that). A read wait goes through the set whenever the fd is in it; a write
+/// wait when `arm_write` armed it there.
+pub fn cancel(st: &mut State, dir: Dir) -> Option<bool> {
+    match dir {
+        Dir::Read if st.rd.key.is_some() => Some(std::mem::replace(&mut st.rd.armed, false)),
+        Dir::Write if st.rd.w_set => {
+            st.rd.w_set = false;
+            Some(std::mem::replace(&mut st.rd.w_armed, false))
+        }
+        _ => None,
+    }
 }
 
 /// Takes the socket out of the set at close (`fd` still open). Returns the

@@ -43,8 +43,7 @@ mod drain;
 mod set;
 
 pub use arm::{
-    arm, arm_write, cancel, cancel_write, defer_armed, hup, rearm_direct, registered, unregister,
-    write_attempt, Arm,
+    arm, arm_write, cancel, defer_armed, hup, rearm_direct, unregister, write_attempt, Arm,
 };
 pub use drain::{install, pump_drain, Out};
 pub use set::{enabled, pump_on, set_pump, shared_size};

@@ -31,7 +31,8 @@
          readiness_write_waits/1,
          readiness_source_kept_from_strangers/1,
          readiness_close_armed_writer/1,
-         readiness_reader_writer_concurrent/1]).
+         readiness_reader_writer_concurrent/1,
+         readiness_select_message_shape/1]).
 
 %% Bodies, called in the peer.
 -export([body/2, fair_servers/2, stream/1]).
@@ -57,7 +58,8 @@ write_cases() ->
     [readiness_write_waits,
      readiness_source_kept_from_strangers,
      readiness_close_armed_writer,
-     readiness_reader_writer_concurrent].
+     readiness_reader_writer_concurrent,
+     readiness_select_message_shape].
 
 groups() -> [{reference, [], cases()}, {driver, [], cases()}, {pump, [], write_cases()}].
 
@@ -264,6 +266,11 @@ readiness_source_kept_from_strangers(Config) -> run(source_kept_from_strangers, 
 %% @doc A reader and a writer waiting on one socket at once (both armed): the
 %% reader is served while the writer still waits, then the writer completes.
 readiness_reader_writer_concurrent(Config) -> run(reader_writer_concurrent, Config).
+
+%% @doc A waiter's select messages, as received (traced): `{Tag, S, select, H}'
+%% with the socket term itself for a blocked recv (exactly one), a blocked
+%% send and a nowait recv (its reference); none is left in the mailbox.
+readiness_select_message_shape(Config) -> run(select_message_shape, Config).
 
 %%--------------------------------------------------------------------
 %% Bodies (in the peer)
@@ -493,7 +500,74 @@ body(reader_writer_concurrent, #{sock := Mod}) ->
     {ok, Big} = Mod:recv(C, byte_size(Big), ?T),
     receive {wrote, Wr, ok} -> ok after ?T -> error(writer_not_served) end,
     [ok = Mod:close(X) || X <- [C, A, L]],
+    ok;
+body(select_message_shape, #{sock := Mod}) ->
+    {L, C, A} = nifsock_test_lib:pair(Mod),
+    ok = Mod:setopt(A, {socket, sndbuf}, 4096),
+    ok = Mod:setopt(A, {tcp, nodelay}, true),
+    Tag = sock_tag(Mod),
+    Self = self(),
+    %% a blocked recv: one select message, then its data
+    Rd = spawn_link(fun() -> receive go -> ok end,
+                             Self ! {read, self(), Mod:recv(A, 4, ?T)},
+                             receive check -> Self ! {left, self(), no_message()} end
+                    end),
+    1 = erlang:trace(Rd, true, ['receive']),
+    Rd ! go,
+    ok = blocked(Rd),
+    ok = Mod:send(C, <<"ping">>),
+    receive {read, Rd, {ok, <<"ping">>}} -> ok after ?T -> error(no_read) end,
+    Rd ! check,
+    receive {left, Rd, nothing} -> ok after ?T -> error(no_left) end,
+    [{select, H}] = traced_selects(Rd, Tag, A),
+    true = is_integer(H) orelse is_reference(H) orelse error({handle, H}),
+    %% a blocked send through small buffers: each wait's message names the socket
+    Big = binary:copy(<<"s">>, 1 bsl 20),
+    Wr = spawn_link(fun() -> receive go -> ok end,
+                             Self ! {wrote, self(), Mod:send(A, Big)},
+                             receive check -> Self ! {left, self(), no_message()} end
+                    end),
+    1 = erlang:trace(Wr, true, ['receive']),
+    Wr ! go,
+    ok = blocked(Wr),
+    {ok, Got} = Mod:recv(C, byte_size(Big), ?T),
+    true = Got =:= Big,
+    receive {wrote, Wr, ok} -> ok after ?T -> error(no_write) end,
+    Wr ! check,
+    receive {left, Wr, nothing} -> ok after ?T -> error(no_left) end,
+    [_ | _] = WSels = traced_selects(Wr, Tag, A),
+    [true = is_integer(WH) orelse is_reference(WH) || {select, WH} <- WSels],
+    %% a nowait recv: its reference
+    {select, {select_info, recv, Ref}} = Mod:recv(A, 4, nowait),
+    nothing = no_message(),
+    ok = Mod:send(C, <<"pong">>),
+    receive {Tag, A, select, Ref} -> ok after ?T -> error(no_nowait_select) end,
+    {ok, <<"pong">>} = Mod:recv(A, 4, ?T),
+    nothing = no_message(),
+    [ok = Mod:close(X) || X <- [C, A, L]],
     ok.
+
+sock_tag(socket) -> '$socket';
+sock_tag(nifsock) -> '$nifsock'.
+
+%% The select messages P received (traced with 'receive'), once all its trace
+%% messages are here; any other message naming S fails.
+traced_selects(P, Tag, S) ->
+    TRef = erlang:trace_delivered(P),
+    receive {trace_delivered, P, TRef} -> ok after ?T -> error(no_trace_delivered) end,
+    traced_selects(P, Tag, S, []).
+
+traced_selects(P, Tag, S, Acc) ->
+    receive
+        {trace, P, 'receive', {Tag, S, select, H}} ->
+            traced_selects(P, Tag, S, [{select, H} | Acc]);
+        {trace, P, 'receive', M} when element(1, M) =:= Tag ->
+            error({unexpected, M});
+        {trace, P, 'receive', _} ->
+            traced_selects(P, Tag, S, Acc)
+    after 0 ->
+            lists:reverse(Acc)
+    end.
 
 %% Nowait sends of 4 MiB until one has to wait: its select result.
 fill(Mod, S) ->

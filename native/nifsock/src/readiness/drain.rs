@@ -6,14 +6,14 @@
 use std::sync::{Mutex, OnceLock};
 
 use rustler::sys::ErlNifPid;
-use rustler::{Encoder, Env, Term};
+use rustler::{Atom, Encoder, Env, Term};
 
 use super::arm::push;
 use super::set::{self, lock, EFD_KEY};
 use crate::atoms;
 use crate::socket::{Active, Phase, Socket, State};
 use crate::sys::driver::{self, Hooks};
-use crate::sys::drvsend::{Ext, PortId};
+use crate::sys::drvsend::{Ext, PortId, Spec};
 use crate::sys::env::EnvRef;
 use crate::sys::epoll;
 use crate::sys::handles::{HandleStore, Saved};
@@ -161,7 +161,7 @@ fn drain_with(caller: Option<Env>) {
                 read += fire(&kept, k, events, false, &out);
             } else {
                 // over the byte bound: keep the edge, serve it from the backlog
-                defer(&kept, events, &out);
+                defer(&kept, k, events, &out);
             }
         }
     }
@@ -183,14 +183,14 @@ const BACKLOG: u32 = libc::EPOLLIN as u32;
 /// An edge the drain has no budget left for: its write part is served (a
 /// message, no read); its read part is kept as sticky readiness, or, when a
 /// reader is armed, queued in the backlog for the next drain (kicked).
-fn defer(kept: &Kept<Socket>, events: u32, out: &Out) {
+fn defer(kept: &Kept<Socket>, key: u64, events: u32, out: &Out) {
     let obj = kept.obj();
     let s = obj.get();
     let mut st = s.lock();
     if st.phase != Phase::Open {
         return;
     }
-    write_edge(obj, &mut st, events, out);
+    write_edge(obj, key, &mut st, events, out);
     if events & epoll::IN == 0 {
         return;
     }
@@ -210,7 +210,7 @@ fn defer(kept: &Kept<Socket>, events: u32, out: &Out) {
 /// the set for writes): the armed writer gets its select message, as
 /// enif_select would send it; with nobody armed the edge is kept for the
 /// next write arm.
-fn write_edge(obj: Obj<'_, Socket>, st: &mut State, events: u32, out: &Out) {
+fn write_edge(obj: Obj<'_, Socket>, key: u64, st: &mut State, events: u32, out: &Out) {
     if !st.rd.out || events & epoll::WR == 0 {
         return;
     }
@@ -224,17 +224,43 @@ fn write_edge(obj: Obj<'_, Socket>, st: &mut State, events: u32, out: &Out) {
     };
     w.told = true;
     let (pid, handle) = (w.pid, w.handle);
-    select_msg(obj, &st.handles, &pid, handle, out);
+    select_msg(obj, key, &st.handles, &pid, handle, out);
 }
 
 /// Sends `{'$nifsock', S, select, Handle}` to a waiter, as enif_select would.
+/// From the readiness port when the drain runs in its `ready_input` and the
+/// handle is an immediate (nifsock's own blocking calls' handles: small
+/// integers), so ERTS builds it on the waiter's heap; otherwise (the pump,
+/// a caller's reference) through the drain's env.
 fn select_msg(
     obj: Obj<'_, Socket>,
+    key: u64,
     handles: &HandleStore,
     pid: &ErlNifPid,
     handle: Saved,
     out: &Out,
 ) {
+    if out.on_port() {
+        let sent = out.via_port(key, obj, |port, ext, env| {
+            let h = handles.immediate(env, handle)?;
+            let mut spec = Spec::default();
+            spec.atom(atoms::nifsock_tag())
+                .atom(atoms::nifsock_tag())
+                .ext(ext)
+                .tuple(2)
+                .atom(atoms::select());
+            if let Ok(a) = Atom::from_term(h) {
+                spec.atom(a);
+            } else {
+                spec.int(h.decode::<isize>().ok()?);
+            }
+            spec.tuple(4);
+            Some(spec.send(port, pid))
+        });
+        if sent.flatten().is_some() {
+            return;
+        }
+    }
     out.emit(pid, |env| {
         let h = handles
             .load(env, handle)
@@ -262,7 +288,7 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
     if st.phase != Phase::Open {
         return 0;
     }
-    write_edge(obj, st, events, out);
+    write_edge(obj, key, st, events, out);
     if events & epoll::IN == 0 {
         return 0;
     }
@@ -284,7 +310,7 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
             .map_or(0, |deliver| deliver(obj, key, &pid, out));
     }
     w.told = true;
-    select_msg(obj, &st.handles, &pid, handle, out);
+    select_msg(obj, key, &st.handles, &pid, handle, out);
     0
 }
 

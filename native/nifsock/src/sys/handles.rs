@@ -84,6 +84,14 @@ impl HandleStore {
         (epoch == 0 || epoch == self.epoch).then_some(saved.term)
     }
 
+    /// The saved term when it is an immediate (an atom or a small integer:
+    /// the same word in every env), with no copy; None for a copied one.
+    pub fn immediate<'a>(&self, env: Env<'a>, saved: Saved) -> Option<Term<'a>> {
+        let (term, epoch) = (saved.term, saved.epoch);
+        // SAFETY: epoch 0 is only given to immediates (`save`), valid in any env.
+        (epoch == 0).then(|| unsafe { Term::new(env, term) })
+    }
+
     /// Copies a saved term into `env`; None for a handle of an earlier epoch.
     pub fn load<'a>(&self, env: Env<'a>, saved: Saved) -> Option<Term<'a>> {
         let term = self.live(saved)?;

@@ -9,6 +9,12 @@
 %% `abort' (with `{Handle, Reason}') when the wait was ended under it.
 -define(MSG(S, Kind, Info), {'$nifsock', S, Kind, Info}).
 
+%% The select message of a blocking call's own wait (its handle is a
+%% ?WAIT_HANDLE(), unique in the node, so it names the wait without the
+%% socket): sent by the readiness drains, which then build or decode no
+%% socket term. Waits take this shape and ?MSG(S, select, H) alike.
+-define(SELECT_MSG(Handle), {'$nifsock', select, Handle}).
+
 %% What a nowait call returns in `{select, SelectInfo}', as `socket'.
 -define(SELECT_INFO(Tag, Handle), {select_info, Tag, Handle}).
 

@@ -52,6 +52,7 @@ remaining(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).
 -spec await(nifsock:socket(), atom(), term(), deadline()) -> select | timeout | term().
 await(S, Op, H, Deadline) ->
     receive
+        ?SELECT_MSG(H) -> select;
         ?MSG(S, select, H) -> select;
         ?MSG(S, abort, {H, Reason}) -> Reason
     after remaining(Deadline) ->
@@ -82,7 +83,11 @@ cancel(S, Op, H) ->
     end.
 
 flush_select(S, H) ->
-    receive ?MSG(S, select, H) -> ok after 0 -> ok end.
+    receive
+        ?SELECT_MSG(H) -> ok;
+        ?MSG(S, select, H) -> ok
+    after 0 -> ok
+    end.
 
 flush_abort(S, H) ->
     receive ?MSG(S, abort, {H, _}) -> ok after 0 -> ok end.

@@ -267,9 +267,11 @@ readiness_source_kept_from_strangers(Config) -> run(source_kept_from_strangers, 
 %% reader is served while the writer still waits, then the writer completes.
 readiness_reader_writer_concurrent(Config) -> run(reader_writer_concurrent, Config).
 
-%% @doc A waiter's select messages, as received (traced): `{Tag, S, select, H}'
-%% with the socket term itself for a blocked recv (exactly one), a blocked
-%% send and a nowait recv (its reference); none is left in the mailbox.
+%% @doc A waiter's select messages, as received (traced): exactly one for a
+%% blocked recv, at least one for a blocked send, each naming its wait
+%% (`{Tag, S, select, H}' with the socket term itself; nifsock's blocking
+%% calls' own waits `{'$nifsock', select, H}', H an integer), and a nowait
+%% recv's `{Tag, S, select, Ref}'; none is left in the mailbox.
 readiness_select_message_shape(Config) -> run(select_message_shape, Config).
 
 %%--------------------------------------------------------------------
@@ -560,6 +562,9 @@ traced_selects(P, Tag, S) ->
 traced_selects(P, Tag, S, Acc) ->
     receive
         {trace, P, 'receive', {Tag, S, select, H}} ->
+            traced_selects(P, Tag, S, [{select, H} | Acc]);
+        {trace, P, 'receive', {'$nifsock', select, H}} when is_integer(H) ->
+            %% a blocking call's own wait (nifsock_internal.hrl, ?SELECT_MSG)
             traced_selects(P, Tag, S, [{select, H} | Acc]);
         {trace, P, 'receive', M} when element(1, M) =:= Tag ->
             error({unexpected, M});

@@ -110,6 +110,11 @@ impl Out<'_> {
         self.port.is_some()
     }
 
+    /// The readiness port, when this drain runs in its `ready_input`.
+    fn port(&self) -> Option<PortId> {
+        self.port
+    }
+
     /// The drain's env as the caller env of lifecycle calls (monitors, aborts).
     pub fn caller_env(&self) -> EnvRef {
         match self.caller {
@@ -223,41 +228,59 @@ fn write_edge(obj: Obj<'_, Socket>, key: u64, st: &mut State, events: u32, out: 
         return;
     };
     w.told = true;
-    let (pid, handle) = (w.pid, w.handle);
-    select_msg(obj, key, &st.handles, &pid, handle, out);
+    let (pid, handle, internal) = (w.pid, w.handle, w.internal);
+    select_msg(obj, key, &st.handles, &pid, handle, internal, out);
 }
 
-/// Sends `{'$nifsock', S, select, Handle}` to a waiter, as enif_select would.
-/// From the readiness port when the drain runs in its `ready_input` and the
-/// handle is an immediate (nifsock's own blocking calls' handles: small
-/// integers), so ERTS builds it on the waiter's heap; otherwise (the pump,
-/// a caller's reference) through the drain's env.
+/// Tells a waiter its socket is ready, as enif_select would: `{'$nifsock',
+/// S, select, Handle}`, or, for an `internal` wait (one of nifsock's own
+/// blocking calls, whose handle is a node-unique integer that alone names
+/// the wait), `{'$nifsock', select, Handle}`: no socket term to build, or,
+/// from the port, to decode from its external format (`nifsock_wait:await/4`
+/// takes both shapes). From the readiness port when the drain runs in its
+/// `ready_input` and the handle is an immediate (internal waits' integers,
+/// the pump's atom), so ERTS builds the message on the waiter's heap;
+/// otherwise (the pump's drains, a caller's reference) through the drain's env.
 fn select_msg(
     obj: Obj<'_, Socket>,
     key: u64,
     handles: &HandleStore,
     pid: &ErlNifPid,
     handle: Saved,
+    internal: bool,
     out: &Out,
 ) {
-    if out.on_port() {
-        let sent = out.via_port(key, obj, |port, ext, env| {
-            let h = handles.immediate(env, handle)?;
-            let mut spec = Spec::default();
-            spec.atom(atoms::nifsock_tag())
-                .atom(atoms::nifsock_tag())
-                .ext(ext)
-                .tuple(2)
-                .atom(atoms::select());
-            if let Ok(a) = Atom::from_term(h) {
-                spec.atom(a);
-            } else {
-                spec.int(h.decode::<isize>().ok()?);
-            }
-            spec.tuple(4);
-            Some(spec.send(port, pid))
-        });
-        if sent.flatten().is_some() {
+    if let Some(port) = out.port() {
+        let sent = if internal {
+            out.menv.scratch(|env| {
+                let h = handles.immediate(env, handle)?.decode::<isize>().ok()?;
+                let mut spec = Spec::default();
+                spec.atom(atoms::nifsock_tag())
+                    .atom(atoms::select())
+                    .int(h)
+                    .tuple(3);
+                Some(spec.send(port, pid))
+            })
+        } else {
+            out.via_port(key, obj, |port, ext, env| {
+                let h = handles.immediate(env, handle)?;
+                let mut spec = Spec::default();
+                spec.atom(atoms::nifsock_tag())
+                    .atom(atoms::nifsock_tag())
+                    .ext(ext)
+                    .tuple(2)
+                    .atom(atoms::select());
+                if let Ok(a) = Atom::from_term(h) {
+                    spec.atom(a);
+                } else {
+                    spec.int(h.decode::<isize>().ok()?);
+                }
+                spec.tuple(4);
+                Some(spec.send(port, pid))
+            })
+            .flatten()
+        };
+        if sent.is_some() {
             return;
         }
     }
@@ -265,13 +288,17 @@ fn select_msg(
         let h = handles
             .load(env, handle)
             .unwrap_or_else(|| atoms::undefined().encode(env));
-        (
-            atoms::nifsock_tag(),
-            sock_term(env, obj),
-            atoms::select(),
-            h,
-        )
-            .encode(env)
+        if internal {
+            (atoms::nifsock_tag(), atoms::select(), h).encode(env)
+        } else {
+            (
+                atoms::nifsock_tag(),
+                sock_term(env, obj),
+                atoms::select(),
+                h,
+            )
+                .encode(env)
+        }
     });
 }
 
@@ -301,7 +328,7 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
     let Some(w) = st.readers.current.as_mut() else {
         return 0;
     };
-    let (pid, handle) = (w.pid, w.handle);
+    let (pid, handle, internal) = (w.pid, w.handle, w.internal);
     if st.tcp.active != Active::Off {
         // The waiter is the socket's pump: deliver here, no pump hop.
         drop(guard);
@@ -310,7 +337,7 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
             .map_or(0, |deliver| deliver(obj, key, &pid, out));
     }
     w.told = true;
-    select_msg(obj, key, &st.handles, &pid, handle, out);
+    select_msg(obj, key, &st.handles, &pid, handle, internal, out);
     0
 }
 

@@ -17,7 +17,7 @@ use crate::sys::drvsend::{Ext, PortId, Spec};
 use crate::sys::env::EnvRef;
 use crate::sys::epoll;
 use crate::sys::handles::{HandleStore, Saved};
-use crate::sys::msg::MsgEnv;
+use crate::sys::msg::ReusedEnv;
 use crate::sys::resource::{self, Kept, Obj};
 
 /// Most events one drain serves, and most backlog entries: with each
@@ -58,7 +58,7 @@ pub fn install(deliver: Deliver) -> bool {
 
 /// Where a drain's messages are built and how they are sent.
 pub struct Out<'a> {
-    menv: MsgEnv,
+    menv: ReusedEnv,
     caller: Option<Env<'a>>,
     /// The readiness port, when this drain runs in its `ready_input`: the
     /// active messages are then all sent from the port (see `via_port`).
@@ -140,7 +140,9 @@ fn drain() {
 
 fn drain_with(caller: Option<Env>) {
     let Some(set) = set::get() else { return };
-    let Some(menv) = MsgEnv::new() else { return };
+    let Some(menv) = ReusedEnv::take() else {
+        return;
+    };
     let port = caller.is_none().then(driver::ready_port).flatten();
     let out = Out { menv, caller, port };
     let (backlog, left) = set::shared()

@@ -1,7 +1,9 @@
 //! Processes: the caller's pid, monitors on socket objects, and sending
 //! messages from NIFs and from callbacks (whose envs are not process-bound).
 
-use std::mem::MaybeUninit;
+use std::mem::{ManuallyDrop, MaybeUninit};
+use std::ops::Deref;
+use std::sync::{Mutex, PoisonError};
 
 use rustler::sys::{
     enif_alloc_env, enif_clear_env, enif_compare_monitors, enif_demonitor_process, enif_free_env,
@@ -170,6 +172,55 @@ impl Drop for MsgEnv {
     fn drop(&mut self) {
         // SAFETY: allocated by enif_alloc_env in `new`, freed once.
         unsafe { enif_free_env(self.0) };
+    }
+}
+
+// SAFETY: an env made by enif_alloc_env is process-independent and not tied
+// to a thread; a MsgEnv is used by its one owner at a time (moved, never
+// shared: it is not Sync).
+unsafe impl Send for MsgEnv {}
+
+/// The env the last readiness drain gave back, for the next one: a drain
+/// (one per `ready_input` or pump call) takes it instead of allocating and
+/// initialising an env (with its phony process) and freeing it again. An
+/// env left here when the library is purged is not freed (one per library
+/// instance).
+static SPARE: Mutex<Option<MsgEnv>> = Mutex::new(None);
+
+/// A [`MsgEnv`] taken from the spare slot (or new when it is empty or taken),
+/// given back emptied on drop (or freed when another one was given back first).
+pub struct ReusedEnv(ManuallyDrop<MsgEnv>);
+
+impl ReusedEnv {
+    /// The spare env, or a new one; None if none can be allocated.
+    pub fn take() -> Option<ReusedEnv> {
+        let spare = SPARE.lock().unwrap_or_else(PoisonError::into_inner).take();
+        spare
+            .or_else(MsgEnv::new)
+            .map(|e| ReusedEnv(ManuallyDrop::new(e)))
+    }
+}
+
+impl Deref for ReusedEnv {
+    type Target = MsgEnv;
+    fn deref(&self) -> &MsgEnv {
+        &self.0
+    }
+}
+
+impl Drop for ReusedEnv {
+    fn drop(&mut self) {
+        // SAFETY: the env is taken out once, here, and self is not used after.
+        let env = unsafe { ManuallyDrop::take(&mut self.0) };
+        // SAFETY: our env; no term of it outlives the drain that used it
+        // (`emit_from` and `scratch` clear it after each use; this is for
+        // anything else, e.g. a lifecycle call that used it as caller env).
+        unsafe { enif_clear_env(env.0) };
+        let mut spare = SPARE.lock().unwrap_or_else(PoisonError::into_inner);
+        if spare.is_none() {
+            *spare = Some(env);
+        }
+        // else `env` is freed here
     }
 }
 

@@ -32,7 +32,8 @@
          readiness_source_kept_from_strangers/1,
          readiness_close_armed_writer/1,
          readiness_reader_writer_concurrent/1,
-         readiness_select_message_shape/1]).
+         readiness_select_message_shape/1,
+         readiness_told_wait_cancel_flushes/1]).
 
 %% Bodies, called in the peer.
 -export([body/2, fair_servers/2, stream/1]).
@@ -59,7 +60,8 @@ write_cases() ->
      readiness_source_kept_from_strangers,
      readiness_close_armed_writer,
      readiness_reader_writer_concurrent,
-     readiness_select_message_shape].
+     readiness_select_message_shape,
+     readiness_told_wait_cancel_flushes].
 
 groups() -> [{reference, [], cases()}, {driver, [], cases()}, {pump, [], write_cases()}].
 
@@ -273,6 +275,12 @@ readiness_reader_writer_concurrent(Config) -> run(reader_writer_concurrent, Conf
 %% calls' own waits `{'$nifsock', select, H}', H an integer), and a nowait
 %% recv's `{Tag, S, select, Ref}'; none is left in the mailbox.
 readiness_select_message_shape(Config) -> run(select_message_shape, Config).
+
+%% @doc A blocking call's wait cancelled after its select message came (the
+%% timeout race of nifsock_wait:await/4): the cancel flushes that message,
+%% whatever its shape, and the data is still there to read (nifsock's own
+%% waits; nothing to run on socket).
+readiness_told_wait_cancel_flushes(Config) -> run(told_wait_cancel_flushes, Config).
 
 %%--------------------------------------------------------------------
 %% Bodies (in the peer)
@@ -547,7 +555,30 @@ body(select_message_shape, #{sock := Mod}) ->
     {ok, <<"pong">>} = Mod:recv(A, 4, ?T),
     nothing = no_message(),
     [ok = Mod:close(X) || X <- [C, A, L]],
+    ok;
+body(told_wait_cancel_flushes, #{sock := socket}) ->
+    %% the reference group: socket's blocking calls keep their waits inside
+    ok;
+body(told_wait_cancel_flushes, #{sock := Mod}) ->
+    {L, C, A} = nifsock_test_lib:pair(Mod),
+    H = erlang:unique_integer(),
+    select = nifsock_nif:recv(A, 4, [], H, wait),
+    ok = Mod:send(C, <<"ping">>),
+    ok = until_message(100),
+    ok = nifsock_wait:cancel(A, recv, H),
+    nothing = no_message(),
+    {ok, <<"ping">>} = Mod:recv(A, 4, ?T),
+    nothing = no_message(),
+    [ok = Mod:close(X) || X <- [C, A, L]],
     ok.
+
+%% Waits (without taking it) until a message is in this process's mailbox.
+until_message(0) -> error(no_message);
+until_message(N) ->
+    case process_info(self(), message_queue_len) of
+        {message_queue_len, 0} -> timer:sleep(10), until_message(N - 1);
+        _ -> ok
+    end.
 
 sock_tag(socket) -> '$socket';
 sock_tag(nifsock) -> '$nifsock'.

@@ -28,16 +28,24 @@
 %% @doc A dist port for a new connection, or an error (the driver did not load).
 -spec open() -> {ok, port()} | {error, term()}.
 open() ->
-    case nifsock_readiness:load_driver() of
-        ok ->
+    case nifsock_readiness:load_driver() =:= ok orelse loaded() of
+        true ->
             try open_port({spawn_driver, ?DRIVER ++ " dist"}, [binary]) of
                 Port -> {ok, Port}
             catch
                 error:Reason -> {error, Reason}
             end;
-        {error, _} = E ->
-            E
+        false ->
+            {error, no_driver}
     end.
+
+%% After an upgrade the code path's priv dir is the new copy's, but the
+%% driver stays the one loaded from the old file (erl_ddll refuses the same
+%% name from another path): its ports work the same (the park table is
+%% shared by the copies).
+loaded() ->
+    {ok, Drivers} = erl_ddll:loaded_drivers(),
+    lists:member(?DRIVER, Drivers).
 
 %% @doc Hands socket `S' (owned by the caller) to `Port', after `setnode'.
 -spec attach(port(), nifsock_tcp:socket()) -> ok.

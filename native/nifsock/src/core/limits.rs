@@ -36,3 +36,9 @@ pub const DIST_HIGH_WATERMARK: usize = 8 * 1024;
 
 /// ...until its queue is down to this (inet_drv's default low watermark).
 pub const DIST_LOW_WATERMARK: usize = 4 * 1024;
+
+/// A packet handed to a dist port within this many µs of one it wrote at
+/// once is queued instead, and the queue written with one sendmsg right
+/// after the port task (ERTS hands a dist command's packets over one by
+/// one; a round trip's packets are further apart than this).
+pub const DIST_BURST_US: u64 = 10;

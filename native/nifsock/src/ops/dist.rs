@@ -22,13 +22,14 @@
 //! the turn (the socket is empty, ERTS's poll says when it is not).
 
 use std::os::fd::RawFd;
+use std::time::{Duration, Instant};
 
 use rustler::Env;
 
 use crate::core::distframe::{self, InBuf, Next};
 use crate::core::errno::is_would_block;
 use crate::core::limits::{
-    DIST_HIGH_WATERMARK, DIST_INBUF, DIST_LOW_WATERMARK, DIST_READS_PER_INPUT,
+    DIST_BURST_US, DIST_HIGH_WATERMARK, DIST_INBUF, DIST_LOW_WATERMARK, DIST_READS_PER_INPUT,
 };
 use crate::error::{Error, Result};
 use crate::lifecycle::{self, Ctx, How};
@@ -62,6 +63,8 @@ fn new_conn() -> Option<Box<dyn Conn>> {
         large: None,
         busy: false,
         write_on: false,
+        flush_armed: false,
+        last_direct: None,
     }))
 }
 
@@ -110,6 +113,10 @@ struct DistConn {
     busy: bool,
     /// The fd is selected for writing.
     write_on: bool,
+    /// A 0 ms timer will flush the queue.
+    flush_armed: bool,
+    /// When a packet was last written straight from `outputv`.
+    last_direct: Option<Instant>,
 }
 
 impl DistConn {
@@ -135,6 +142,22 @@ impl DistConn {
             self.queued(port);
             return None;
         }
+        // A packet right behind one written from here (ERTS's dist command
+        // hands over its queue packet by packet): queued, and the queue
+        // written by one sendmsg once this port task is over.
+        let now = Instant::now();
+        if self
+            .last_direct
+            .is_some_and(|t| now.duration_since(t) < Duration::from_micros(DIST_BURST_US))
+        {
+            port.enqv(ev, 0);
+            if !self.write_on && !self.flush_armed {
+                self.flush_armed = port.timer_now();
+            }
+            self.queued(port);
+            return None;
+        }
+        self.last_direct = Some(now);
         let size = ev.size();
         match syscall::sendv(fd, ev.iov(), 0) {
             Ok(n) => {
@@ -227,6 +250,38 @@ impl DistConn {
         }
     }
 
+    /// Writes the queue while the socket takes it; deselects writing once it
+    /// is empty, clears busy at the low watermark.
+    fn flush(&mut self, port: &Port) -> Option<Fail> {
+        let fd = self.fd?;
+        loop {
+            let iov = port.peekq();
+            if iov.is_empty() {
+                if self.write_on {
+                    port.select(fd, false, true, false);
+                    self.write_on = false;
+                }
+                return None;
+            }
+            let total: usize = iov.iter().map(|v| v.iov_len).sum();
+            match syscall::sendv(fd, iov, 0) {
+                Ok(n) => {
+                    count_write(n);
+                    let left = port.deq(n);
+                    if self.busy && left <= DIST_LOW_WATERMARK {
+                        self.busy = false;
+                        port.set_busy(false);
+                    }
+                    if n < total && left > 0 {
+                        return None;
+                    }
+                }
+                Err(e) if is_would_block(e) || e == libc::EINTR => return None,
+                Err(_) => return Some(Fail::Eof),
+            }
+        }
+    }
+
     fn attach(&mut self, port: &Port) -> Vec<u8> {
         if self.fd.is_some() {
             return error_reply(libc::EINVAL);
@@ -305,33 +360,16 @@ impl Conn for DistConn {
     }
 
     fn ready_output(&mut self, port: &Port) -> Option<Fail> {
-        let fd = self.fd?;
-        loop {
-            let iov = port.peekq();
-            if iov.is_empty() {
-                if self.write_on {
-                    port.select(fd, false, true, false);
-                    self.write_on = false;
-                }
-                return None;
-            }
-            let total: usize = iov.iter().map(|v| v.iov_len).sum();
-            match syscall::sendv(fd, iov, 0) {
-                Ok(n) => {
-                    count_write(n);
-                    let left = port.deq(n);
-                    if self.busy && left <= DIST_LOW_WATERMARK {
-                        self.busy = false;
-                        port.set_busy(false);
-                    }
-                    if n < total && left > 0 {
-                        return None;
-                    }
-                }
-                Err(e) if is_would_block(e) || e == libc::EINTR => return None,
-                Err(_) => return Some(Fail::Eof),
-            }
+        self.flush(port)
+    }
+
+    fn timeout(&mut self, port: &Port) -> Option<Fail> {
+        self.flush_armed = false;
+        let f = self.flush(port);
+        if f.is_none() && port.sizeq() > 0 {
+            self.queued(port);
         }
+        f
     }
 
     fn control(&mut self, port: &Port, op: u32, data: &[u8]) -> Vec<u8> {

@@ -65,6 +65,7 @@ extern "C" {
     fn driver_deq(port: ErlDrvPort, size: usize) -> usize;
     fn driver_sizeq(port: ErlDrvPort) -> usize;
     fn driver_alloc_binary(size: usize) -> *mut ErlDrvBinary;
+    fn driver_set_timer(port: ErlDrvPort, time: std::ffi::c_ulong) -> c_int;
     fn driver_free_binary(bin: *mut ErlDrvBinary);
     /// erl_nif.h: `int enif_get_local_port(ErlNifEnv*, ERL_NIF_TERM,
     /// ErlNifPort*)`; an `ErlNifPort` is one `ERL_NIF_TERM` (the port id).
@@ -154,6 +155,14 @@ impl Port {
         // SAFETY: the port is valid; bin is a live driver binary of at least
         // len bytes; ERTS takes its own reference if it keeps it.
         unsafe { driver_output_binary(self.0, std::ptr::null_mut(), 0, bin.0, 0, len) };
+    }
+
+    /// Runs the port's `timeout` as soon as ERTS can (a 0 ms timer: ERTS's
+    /// "at once" timer slot, served at the scheduler's next timer check,
+    /// after the port task that set it).
+    pub fn timer_now(&self) -> bool {
+        // SAFETY: the port is valid during its callback.
+        unsafe { driver_set_timer(self.0, 0) == 0 }
     }
 
     /// Busy (ERTS stops handing over dist data) or not.
@@ -319,6 +328,8 @@ pub trait Conn: Send {
     fn ready_input(&mut self, port: &Port) -> Option<Fail>;
     /// The fd is writable.
     fn ready_output(&mut self, port: &Port) -> Option<Fail>;
+    /// The timer of [`Port::timer_now`].
+    fn timeout(&mut self, port: &Port) -> Option<Fail>;
     /// `erlang:port_control/3`: the reply's bytes (never fails the port).
     fn control(&mut self, port: &Port, op: u32, data: &[u8]) -> Vec<u8>;
     /// The port stops: give the fd up ([`Port::release`]).
@@ -545,6 +556,13 @@ pub(super) unsafe fn ready_input(d: *mut DistData) {
 pub(super) unsafe fn ready_output(d: *mut DistData) {
     // SAFETY: the caller's contract.
     unsafe { event(d, |c, p| c.ready_output(p)) };
+}
+
+/// # Safety
+/// As [`event`].
+pub(super) unsafe fn timeout(d: *mut DistData) {
+    // SAFETY: the caller's contract.
+    unsafe { event(d, |c, p| c.timeout(p)) };
 }
 
 /// `control`: the reply goes into ERTS's buffer `rbuf` of `rlen` bytes

@@ -297,6 +297,14 @@ unsafe extern "C" fn drv_ready_output(data: ErlDrvData, _event: ErlDrvEvent) {
     }
 }
 
+unsafe extern "C" fn drv_timeout(data: ErlDrvData) {
+    // SAFETY: data is the PortData drv_start made, alive until drv_stop.
+    if let Some(d) = unsafe { dist_of(data) } {
+        // SAFETY: d is the port's live dist data, its lock held.
+        unsafe { distdrv::timeout(d) };
+    }
+}
+
 unsafe extern "C" fn drv_outputv(data: ErlDrvData, ev: *mut c_void) {
     // SAFETY: data is the PortData drv_start made, alive until drv_stop.
     if let Some(d) = unsafe { dist_of(data) } {
@@ -357,7 +365,7 @@ static ENTRY: EntryCell = EntryCell(UnsafeCell::new(ErlDrvEntry {
     finish: None,
     handle: std::ptr::null_mut(),
     control: Some(drv_control),
-    timeout: None,
+    timeout: Some(drv_timeout),
     outputv: Some(drv_outputv),
     ready_async: None,
     flush: None,

@@ -14,7 +14,13 @@
 //! `sendmsg`; what the socket does not take is queued in the port's queue
 //! (`driver_enqv`: ERTS's binaries referenced, not copied), the fd selected
 //! for writing, and the port busy from [`DIST_HIGH_WATERMARK`] queued until
-//! the queue is down to [`DIST_LOW_WATERMARK`] (inet_drv's defaults).
+//! the queue is down to [`DIST_LOW_WATERMARK`] (inet_drv's defaults). A
+//! packet that comes within [`DIST_BURST_US`] of one written at once is
+//! queued too, and a 0 ms timer writes the queue with one `sendmsg` after
+//! the port task: ERTS's dist command hands its whole queue over packet by
+//! packet, and a stream of small messages then costs one `sendmsg` per
+//! batch instead of one per message (inet_drv writes each), while the
+//! packets of a round trip, further apart, are written at once.
 //! Input: reads into one 64 KB buffer, cut into packets there and handed to
 //! ERTS with `driver_output` (a packet larger than the buffer is read
 //! straight into a driver binary of its size: `driver_output_binary`), at

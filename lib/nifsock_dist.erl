@@ -9,10 +9,22 @@
 %% 4-byte length headers after), so a nifsock node and an `inet_tcp_dist' node
 %% connect to each other.
 %%
-%% Each connection is run by three processes:
+%% After the handshake a connection is run one of two ways, chosen by the
+%% application env key `{nifsock, dist_carrier}' (`-nifsock dist_carrier
+%% process' on the command line):
 %% <ul>
-%% <li>the connection supervisor: the process running the `dist_util'
-%%     handshake and then its tick loop. It owns the socket during the
+%% <li>`port' (the default): by a port of nifsock's own driver, as
+%%     `inet_tcp_dist' hands ERTS an inet_drv port: ERTS writes the dist data
+%%     through the port's `outputv' and the port's reads go straight to ERTS,
+%%     no process on the data path (`nifsock_dist_port'). The socket is handed
+%%     to the port once the handshake is done, and is closed (every nifsock
+%%     call on it then says `{error, closed}'). The connection supervisor
+%%     (the process running the `dist_util' handshake and then its tick loop)
+%%     is linked to the port. If the port cannot be opened (the driver does
+%%     not load), the connection uses the process carrier.</li>
+%% <li>`process': by three processes:
+%% <ul>
+%% <li>the connection supervisor: as above. It owns the socket during the
 %%     handshake;</li>
 %% <li>the controller (`nifsock_dist_conn', registered with `erlang:setnode/3'):
 %%     the output side, and the only writer of the socket, ticks included;</li>
@@ -22,7 +34,8 @@
 %% </ul>
 %% The three are linked: any one dying takes the connection down, and the
 %% socket's owner with it, so the socket is closed however the connection
-%% goes away.
+%% goes away.</li>
+%% </ul>
 %%
 %% `nifsock6_dist' is the same carrier over IPv6 (`-proto_dist nifsock6').
 -module(nifsock_dist).
@@ -40,6 +53,8 @@
 %% hs_data callbacks (external funs: a connection holds no old code)
 -export([hs_send/2, hs_recv/3, hs_pre_nodeup/1, hs_post_nodeup/1, hs_getll/1,
          hs_handshake_complete/3, conn_setopts/2, conn_getopts/2]).
+%% The carrier a new connection gets
+-export([carrier/0]).
 
 -include_lib("kernel/include/net_address.hrl").
 -include_lib("kernel/include/dist.hrl").
@@ -413,13 +428,34 @@ split_node_name(Family, Node, LongOrShortNames) ->
 %%% ------------------------------------------------------------------
 %%% The handshake
 
+%% @doc The carrier of new connections: `{nifsock, dist_carrier}' (`port',
+%% the default, or `process').
+-spec carrier() -> port | process.
+carrier() ->
+    %% Loading the application reads `-nifsock dist_carrier process' from the
+    %% command line and the release's sys.config.
+    _ = application:load(nifsock),
+    case application:get_env(nifsock, dist_carrier) of
+        {ok, process} -> process;
+        _ -> port
+    end.
+
 %% The controller, linked to the calling process (the connection supervisor,
-%% which owns the socket and runs the handshake over it).
+%% which owns the socket and runs the handshake over it): a dist port (the
+%% port carrier) or a nifsock_dist_conn process.
 start_connection(S) ->
     put(?SOCKET_KEY, S),
-    nifsock_dist_conn:start_link(S).
+    case carrier() =:= port andalso nifsock_dist_port:open() of
+        {ok, Port} -> Port;
+        _ -> nifsock_dist_conn:start_link(S)
+    end.
 
+hs_data(Ctrl) when is_port(Ctrl) ->
+    (hs_data_common(Ctrl))#hs_data{mf_tick = fun nifsock_dist_port:tick/1};
 hs_data(Ctrl) ->
+    (hs_data_common(Ctrl))#hs_data{mf_tick = fun nifsock_dist_conn:tick/1}.
+
+hs_data_common(Ctrl) ->
     #hs_data{socket = Ctrl,
              this_flags = 0,
              f_send = fun ?MODULE:hs_send/2,
@@ -428,8 +464,8 @@ hs_data(Ctrl) ->
              f_setopts_post_nodeup = fun ?MODULE:hs_post_nodeup/1,
              f_getll = fun ?MODULE:hs_getll/1,
              f_handshake_complete = fun ?MODULE:hs_handshake_complete/3,
-             mf_tick = fun nifsock_dist_conn:tick/1,
-             %% mf_getstat undefined: dist_util uses erlang:dist_get_stat/1.
+             %% mf_getstat undefined: dist_util uses erlang:dist_get_stat/1,
+             %% which ERTS keeps for a port controller as for a process.
              mf_setopts = fun ?MODULE:conn_setopts/2,
              mf_getopts = fun ?MODULE:conn_getopts/2}.
 
@@ -460,23 +496,30 @@ hs_post_nodeup(_Ctrl) ->
     ok.
 
 %% @private
--spec hs_getll(pid()) -> {ok, pid()}.
+-spec hs_getll(pid() | port()) -> {ok, pid() | port()}.
 hs_getll(Ctrl) ->
     {ok, Ctrl}.
 
 %% @private
--spec hs_handshake_complete(pid(), node(), term()) -> ok.
+%% After setnode: the port carrier hands the socket to the port.
+-spec hs_handshake_complete(pid() | port(), node(), term()) -> ok.
+hs_handshake_complete(Port, _Node, _DHandle) when is_port(Port) ->
+    nifsock_dist_port:attach(Port, socket());
 hs_handshake_complete(Ctrl, _Node, DHandle) ->
     nifsock_dist_conn:handshake_complete(Ctrl, socket(), DHandle).
 
 %% @private
 %% net_kernel:setopts(Node, Opts) on a live connection.
--spec conn_setopts(pid(), [nifsock_tcp:option()]) -> ok | {error, term()}.
+-spec conn_setopts(pid() | port(), [nifsock_tcp:option()]) -> ok | {error, term()}.
+conn_setopts(Port, Opts) when is_port(Port) ->
+    nifsock_dist_port:setopts(Port, Opts);
 conn_setopts(_Ctrl, Opts) ->
     setopts(socket(), Opts).
 
 %% @private
--spec conn_getopts(pid(), [atom()]) -> {ok, [{atom(), term()}]} | {error, term()}.
+-spec conn_getopts(pid() | port(), [atom()]) -> {ok, [{atom(), term()}]} | {error, term()}.
+conn_getopts(Port, Opts) when is_port(Port) ->
+    nifsock_dist_port:getopts(Port, Opts);
 conn_getopts(_Ctrl, Opts) ->
     getopts(socket(), Opts).
 

@@ -12,7 +12,7 @@
          tcp_send_info/1, tcp_send/3, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
          tcp_shutdown/2, tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2,
          tcp_flush/3, tcp_pause/1, tcp_tags/1,
-         readiness_pump/1, readiness_pump_drain/0]).
+         readiness_pump/1, readiness_pump_drain/0, dist_attach/2]).
 
 -nifs([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
        recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
@@ -22,7 +22,7 @@
          tcp_send_info/1, tcp_send/3, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
          tcp_shutdown/2, tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2,
          tcp_flush/3, tcp_pause/1, tcp_tags/1,
-         readiness_pump/1, readiness_pump_drain/0]).
+         readiness_pump/1, readiness_pump_drain/0, dist_attach/2]).
 
 -on_load(load/0).
 
@@ -174,6 +174,12 @@ tcp_pause(_S) -> erlang:nif_error(nif_not_loaded).
 
 -spec tcp_tags(sock()) -> {atom(), atom(), atom(), atom()}.
 tcp_tags(_S) -> erlang:nif_error(nif_not_loaded).
+
+%% nifsock_dist's port carrier: the socket's connection goes to the dist port
+%% (a dup of its fd, parked for the port's attach port_control) and the
+%% socket is closed.
+-spec dist_attach(sock(), port()) -> ok | {error, term()}.
+dist_attach(_S, _Port) -> erlang:nif_error(nif_not_loaded).
 
 -spec tcp_unread(sock(), binary()) -> ok.
 tcp_unread(_S, _Bytes) -> erlang:nif_error(nif_not_loaded).

@@ -22,7 +22,7 @@
 %% Measurements and limits: doc/readiness-research.md.
 -module(nifsock_readiness).
 
--export([mode/0, start/0, stop/0, on_load/0]).
+-export([mode/0, start/0, stop/0, on_load/0, load_driver/0]).
 -export([init/1]).
 
 -define(DRIVER, "libnifsock").
@@ -141,16 +141,27 @@ pump_loop() ->
             pump_loop()
     end.
 
-open() ->
+%% @private
+%% @doc Loads the driver for the calling process (erl_ddll counts its users:
+%% it stays loaded while one lives or one of its ports is open). Also used by
+%% nifsock_dist's port carrier, whatever the readiness source.
+-spec load_driver() -> ok | {error, term()}.
+load_driver() ->
     case erl_ddll:load_driver(priv_dir(), ?DRIVER) of
+        ok -> ok;
+        {error, E} -> {error, {load_driver, erl_ddll:format_error(E)}}
+    end.
+
+open() ->
+    case load_driver() of
         ok ->
             try open_port({spawn_driver, ?DRIVER}, [binary]) of
                 Port -> {ok, Port}
             catch
                 error:Reason -> {error, Reason}
             end;
-        {error, E} ->
-            {error, {load_driver, erl_ddll:format_error(E)}}
+        {error, _} = E ->
+            E
     end.
 
 loop(Port) ->

@@ -6,24 +6,31 @@
 %% other: all traffic under test is between two nifsock_dist nodes (or, in
 %% dist_mixed_cluster_with_inet_tcp, a nifsock_dist node and an inet_tcp_dist
 %% one). Helpers that run inside the peers are exported from this module.
+%%
+%% Every case runs in two groups, one per nifsock_dist carrier (`{nifsock,
+%% dist_carrier}'): `port' (the default: a port of nifsock's driver runs the
+%% connection, as inet_drv's port does for inet_tcp_dist) and `process' (the
+%% controller and input handler processes).
 -module(nifsock_dist_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
 
--export([all/0, suite/0, init_per_testcase/2, end_per_testcase/2]).
+-export([all/0, groups/0, suite/0, init_per_group/2, end_per_group/2,
+         init_per_testcase/2, end_per_testcase/2]).
 -export([dist_ping/1, dist_rpc/1, dist_big_messages_both_ways/1,
          dist_small_messages_in_order/1, dist_nodedown_when_peer_killed/1,
          dist_mixed_cluster_with_inet_tcp/1, dist_inet6/1,
          dist_disconnect_closes_socket_and_reconnects/1, dist_wrong_cookie_pang/1,
          dist_connection_options/1, dist_ticks/1, dist_check_ip/1,
          dist_interleaved_large_and_small_in_order/1, dist_nodedown_with_data_in_flight/1,
-         dist_tiny_reads_frame_intact/1, dist_streams_and_round_trips_alternate/1]).
+         dist_tiny_reads_frame_intact/1, dist_streams_and_round_trips_alternate/1,
+         dist_fd_count_restored_after_nodedown/1]).
 %% run inside the peers
 -export([big_exchange/2, big_peer/1, small_exchange/2, small_peer/2, watch_node/1,
          await_nodedown/1, socket_count/0, await_no_connection/2,
          mixed_exchange/2, mixed_peer/2, start_flood/1, flood_peer/2, dist_ctrl/1,
-         await_connection_gone/3, phases/2, echo/0]).
+         await_connection_gone/3, phases/2, echo/0, fd_count/0, await_fd_count/2]).
 
 -define(T, 30000).
 -define(BIG, (10 * 1024 * 1024)).
@@ -33,14 +40,27 @@ suite() ->
     [{timetrap, {minutes, 3}}].
 
 all() ->
-    [dist_ping, dist_rpc, dist_big_messages_both_ways, dist_small_messages_in_order,
-     dist_nodedown_when_peer_killed, dist_mixed_cluster_with_inet_tcp, dist_inet6,
-     dist_disconnect_closes_socket_and_reconnects, dist_wrong_cookie_pang,
-     dist_connection_options, dist_ticks, dist_check_ip,
-     dist_interleaved_large_and_small_in_order, dist_nodedown_with_data_in_flight,
-     dist_tiny_reads_frame_intact, dist_streams_and_round_trips_alternate].
+    [{group, port}, {group, process}].
 
+groups() ->
+    Cases = [dist_ping, dist_rpc, dist_big_messages_both_ways, dist_small_messages_in_order,
+             dist_nodedown_when_peer_killed, dist_mixed_cluster_with_inet_tcp, dist_inet6,
+             dist_disconnect_closes_socket_and_reconnects, dist_wrong_cookie_pang,
+             dist_connection_options, dist_ticks, dist_check_ip,
+             dist_interleaved_large_and_small_in_order, dist_nodedown_with_data_in_flight,
+             dist_tiny_reads_frame_intact, dist_streams_and_round_trips_alternate,
+             dist_fd_count_restored_after_nodedown],
+    [{port, [], Cases}, {process, [], Cases}].
+
+init_per_group(Carrier, Config) ->
+    [{dist_carrier, Carrier} | Config].
+
+end_per_group(_Carrier, _Config) ->
+    ok.
+
+%% The case's nifsock nodes use the group's carrier (start_node reads it).
 init_per_testcase(_Case, Config) ->
+    put(dist_carrier, proplists:get_value(dist_carrier, Config, port)),
     Config.
 
 end_per_testcase(_Case, _Config) ->
@@ -50,7 +70,8 @@ end_per_testcase(_Case, _Config) ->
 %%% Cases
 
 %% @doc net_adm:ping between two nifsock nodes: pong, both list each other, and
-%% the connection is run by a process (nifsock_dist), not a port (inet_tcp_dist).
+%% the connection is run by the group's carrier: a port (of nifsock's driver,
+%% as inet_tcp_dist's is inet_drv's) or a process.
 dist_ping(_Config) ->
     {PA, A} = start_node(nifsock),
     {PB, B} = start_node(nifsock),
@@ -59,8 +80,11 @@ dist_ping(_Config) ->
     ?assertEqual([A], peer:call(PB, erlang, nodes, [], ?T)),
     [{B, CtrlA}] = peer:call(PA, erlang, system_info, [dist_ctrl], ?T),
     [{A, CtrlB}] = peer:call(PB, erlang, system_info, [dist_ctrl], ?T),
-    ?assert(is_pid(CtrlA)),
-    ?assert(is_pid(CtrlB)),
+    ?assert(is_carrier(CtrlA)),
+    ?assert(is_carrier(CtrlB)),
+    ?assertEqual(get(dist_carrier) =:= port,
+                 is_port(CtrlA) andalso {name, "libnifsock dist"} =:=
+                     peer:call(PA, erlang, port_info, [CtrlA, name], ?T)),
     ok.
 
 %% @doc rpc:call and erpc:call in both directions.
@@ -115,14 +139,14 @@ dist_nodedown_when_peer_killed(_Config) ->
 %% same wire protocol (epmd registration, handshake in 2-byte frames, then
 %% 4-byte frames), so they connect, in either direction, and exchange
 %% messages: pong, rpc both ways, a 1 MB binary both ways. The nifsock side
-%% runs the connection with a process, the inet side with a port.
+%% runs the connection with the group's carrier, the inet side with a port.
 dist_mixed_cluster_with_inet_tcp(_Config) ->
     {PN, N} = start_node(nifsock),
     {PI, I} = start_node(inet_tcp),
     ?assertEqual(pong, peer:call(PN, net_adm, ping, [I], ?T)),
     [{I, CtrlN}] = peer:call(PN, erlang, system_info, [dist_ctrl], ?T),
     [{N, CtrlI}] = peer:call(PI, erlang, system_info, [dist_ctrl], ?T),
-    ?assert(is_pid(CtrlN)),
+    ?assert(is_carrier(CtrlN)),
     ?assert(is_port(CtrlI)),
     ?assertEqual(I, peer:call(PN, rpc, call, [I, erlang, node, []], ?T)),
     ?assertEqual(N, peer:call(PI, rpc, call, [N, erlang, node, []], ?T)),
@@ -279,6 +303,41 @@ dist_nodedown_with_data_in_flight(_Config) ->
                       {C, peer:call(PA, ?MODULE, await_connection_gone, [C, Ctrl, 10000], ?T)})
      end || C <- [inet_tcp, nifsock]],
     ok.
+
+%% @doc Over inet_tcp_dist and nifsock_dist: the node's count of open file
+%% descriptors (/proc/self/fd) is back to what it was before the connection
+%% once the connection goes down, whether it was disconnected or its peer
+%% killed (with data in flight), and a connection set up again after a
+%% disconnect brings it back too: no fd leaks.
+dist_fd_count_restored_after_nodedown(_Config) ->
+    [begin
+         {PA, _A} = start_node(C),
+         {PB, B} = start_node(C),
+         %% the resolver's port (started by the first lookup) stays open
+         [_, Host] = string:split(atom_to_list(B), "@"),
+         {ok, _} = peer:call(PA, inet, getaddr, [Host, inet], ?T),
+         Fds0 = peer:call(PA, ?MODULE, fd_count, [], ?T),
+         ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+         ?assert(peer:call(PA, ?MODULE, fd_count, [], ?T) > Fds0),
+         true = peer:call(PA, erlang, disconnect_node, [B], ?T),
+         ?assertEqual({C, ok}, {C, peer:call(PA, ?MODULE, await_fd_count, [Fds0, 10000], ?T)}),
+         ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+         true = peer:call(PA, erlang, disconnect_node, [B], ?T),
+         ?assertEqual({C, ok}, {C, peer:call(PA, ?MODULE, await_fd_count, [Fds0, 10000], ?T)}),
+         ?assertEqual(ok, peer:call(PA, ?MODULE, start_flood, [B], 60000)),
+         ok = peer:call(PA, ?MODULE, watch_node, [B], ?T),
+         OsPid = peer:call(PB, os, getpid, [], ?T),
+         _ = os:cmd("kill -9 " ++ OsPid),
+         {nodedown, _At, _Reasons} = peer:call(PA, ?MODULE, await_nodedown, [20000], ?T),
+         ?assertEqual({C, ok}, {C, peer:call(PA, ?MODULE, await_fd_count, [Fds0, 10000], ?T)})
+     end || C <- [inet_tcp, nifsock]],
+    ok.
+
+is_carrier(Ctrl) ->
+    case get(dist_carrier) of
+        process -> is_pid(Ctrl);
+        _ -> is_port(Ctrl)
+    end.
 
 tick_counts(PA, B) ->
     {ok, Info} = peer:call(PA, net_kernel, node_info, [B], ?T),
@@ -494,6 +553,20 @@ await_nodedown(Timeout) ->
     Pid ! {self(), await},
     receive {Pid, Result} -> Result after Timeout -> timeout end.
 
+%% @doc On A: the OS process's open file descriptors.
+fd_count() ->
+    {ok, Fds} = file:list_dir("/proc/self/fd"),
+    length(Fds).
+
+%% @doc On A: waits until no node is connected and `Expected' fds are open.
+await_fd_count(Expected, Timeout) when Timeout =< 0 ->
+    {still, nodes(), fd_count(), Expected};
+await_fd_count(Expected, Timeout) ->
+    case {nodes(), fd_count()} of
+        {[], Expected} -> ok;
+        _ -> timer:sleep(20), await_fd_count(Expected, Timeout - 20)
+    end.
+
 %% @doc File descriptors held by nifsock sockets in this node (closed
 %% sockets whose objects are not yet garbage collected don't count).
 socket_count() ->
@@ -520,13 +593,20 @@ start_node(Carrier, Cookie) ->
 start_node(Carrier, Cookie, Extra) ->
     Dist = case Carrier of
                inet_tcp -> [];
-               _ -> ["-proto_dist", atom_to_list(Carrier)]
+               _ -> ["-proto_dist", atom_to_list(Carrier),
+                     "-nifsock", "dist_carrier", atom_to_list(group_carrier())]
            end,
     Name = peer:random_name(lists:concat(["nsd_", Carrier])),
     {Peer, Node} = nifsock_test_lib:start_peer(#{name => Name, connection => standard_io,
                                                  args => Dist ++ ["-setcookie", Cookie] ++ Extra}),
     {module, _} = peer:call(Peer, code, ensure_loaded, [?MODULE], ?T),
     {Peer, Node}.
+
+group_carrier() ->
+    case get(dist_carrier) of
+        undefined -> port;
+        C -> C
+    end.
 
 strip_stack({badrpc, {'EXIT', {Reason, _Stack}}}) -> {badrpc, {'EXIT', {Reason, '_'}}};
 strip_stack(Other) -> Other.

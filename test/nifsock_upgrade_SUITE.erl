@@ -8,7 +8,9 @@
 %%% Each case runs in a peer node (the upgrade replaces the NIF of the whole
 %%% node). The `socket' group runs the same scenario over socket/gen_tcp
 %%% sockets (the nifsock upgrade happens beside them): it proves the echo,
-%%% close and fd-count scaffolding on the reference implementation.
+%%% close and fd-count scaffolding on the reference implementation; in
+%%% upgrade_live_dist_connection_keeps_working its peers run inet_tcp_dist
+%%% where the nifsock group's run nifsock_dist (its port carrier).
 -module(nifsock_upgrade_SUITE).
 
 -include_lib("common_test/include/ct.hrl").
@@ -18,10 +20,10 @@
          init_per_testcase/2, end_per_testcase/2]).
 -export([upgrade_open_sockets_keep_working/1, upgrade_old_closer_thread_stops/1,
          upgrade_same_file_keeps_state/1, upgrade_readiness_pump_carried_over/1,
-         upgrade_readiness_driver_carried_over/1]).
+         upgrade_readiness_driver_carried_over/1, upgrade_live_dist_connection_keeps_working/1]).
 %% run inside the peer node
 -export([open_sockets_scenario/2, closer_scenario/2, same_file_scenario/1,
-         readiness_scenario/2]).
+         readiness_scenario/2, dist_scenario/2]).
 
 -define(T, 5000).
 
@@ -32,7 +34,7 @@ all() ->
 
 groups() ->
     Cases = [upgrade_open_sockets_keep_working, upgrade_old_closer_thread_stops,
-             upgrade_same_file_keeps_state],
+             upgrade_same_file_keeps_state, upgrade_live_dist_connection_keeps_working],
     [{socket, [], Cases},
      {nifsock, [], Cases ++ [upgrade_readiness_pump_carried_over,
                              upgrade_readiness_driver_carried_over]}].
@@ -42,6 +44,23 @@ init_per_group(nifsock, Config) -> [{mods, {nifsock, nifsock_tcp}} | Config].
 
 end_per_group(_, _Config) -> ok.
 
+init_per_testcase(upgrade_live_dist_connection_keeps_working = Case, Config) ->
+    Dist = case ?config(mods, Config) of
+               {socket, _} -> [];
+               {nifsock, _} -> ["-proto_dist", "nifsock"]
+           end,
+    Args = Dist ++ ["-nifsock", "readiness", "select", "-setcookie", "nifsock_upgrade"],
+    Start = fun(Side) ->
+                    Name = peer:random_name(lists:concat(["nsu_", Side])),
+                    nifsock_test_lib:start_peer(#{name => Name, connection => standard_io,
+                                                  env => [{"ERL_FLAGS", ""}], args => Args})
+            end,
+    {Peer, _} = Start(a),
+    {_, B} = Start(b),
+    Dir = filename:join(?config(priv_dir, Config),
+                        "upgrade_" ++ integer_to_list(erlang:unique_integer([positive]))),
+    _ = Case,
+    [{peer, Peer}, {partner, B}, {copy_dir, Dir} | Config];
 init_per_testcase(Case, Config) ->
     %% This suite chooses the readiness path per case: select in the generic
     %% cases (the driver path keeps the old file mapped, see
@@ -156,8 +175,53 @@ upgrade_readiness_driver_carried_over(Config) ->
     ?assertEqual(lists:sort(M0 ++ [CopyLib]), M2),
     ?assertEqual(Fd0, Fd1).
 
+%% @doc A distribution connection (inet_tcp_dist's port in the socket group,
+%% nifsock_dist's port carrier in the nifsock group) lives across the upgrade:
+%% rpc round trips and a 2 MB message go through it before, between load and
+%% purge, and after, over the same controller port; a connection set up after
+%% the purge (its socket handed over by the new copy's NIF to a port of the
+%% driver the old copy's file still runs) works too and is a port again.
+upgrade_live_dist_connection_keeps_working(Config) ->
+    R = in_peer(Config, dist_scenario, [?config(partner, Config), ?config(copy_dir, Config)]),
+    ct:pal("~p", [R]),
+    #{loaded := Loaded, purged := Purged, echoes := Echoes, same_ctrl := Same,
+      ctrls := {Ctrl0, Ctrl1}} = R,
+    ?assertEqual({module, nifsock_nif}, Loaded),
+    ?assertEqual(true, Purged),
+    ?assertEqual([ok, ok, ok, ok], Echoes),
+    ?assertEqual(true, Same),
+    ?assert(is_port(Ctrl0)),
+    ?assert(is_port(Ctrl1)).
+
 %%% ------------------------------------------------------------------
 %%% In the peer
+
+dist_scenario(B, Dir) ->
+    pong = net_adm:ping(B),
+    Ctrl = fun() -> proplists:get_value(B, erlang:system_info(dist_ctrl)) end,
+    Big = rand:bytes(2 * 1024 * 1024),
+    Md5 = erlang:md5(Big),
+    Echo = fun(Tag) ->
+                   case {rpc:call(B, erlang, list_to_binary, [[Tag]]),
+                         rpc:call(B, erlang, md5, [Big])} of
+                       {Tag, Md5} -> ok;
+                       Other -> Other
+                   end
+           end,
+    Ctrl0 = Ctrl(),
+    Before = Echo(<<"before">>),
+    _ = copy_app(Dir),
+    Loaded = code:load_file(nifsock_nif),
+    During = Echo(<<"during">>),
+    Purged = code:soft_purge(nifsock_nif),
+    After = Echo(<<"after">>),
+    Same = Ctrl() =:= Ctrl0,
+    true = erlang:disconnect_node(B),
+    wait_until(fun() -> nodes() end, fun(N) -> N =:= [] end),
+    pong = net_adm:ping(B),
+    Again = Echo(<<"again">>),
+    #{loaded => Loaded, purged => Purged, echoes => [Before, During, After, Again],
+      same_ctrl => Same, ctrls => {Ctrl0, Ctrl()}}.
 
 open_sockets_scenario({Sock, Tcp}, Dir) ->
     Fd0 = nifsock_test_lib:fd_count(),

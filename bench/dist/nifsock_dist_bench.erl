@@ -1,10 +1,11 @@
 %% @doc Distribution benchmark: nifsock_dist against inet_tcp_dist.
 %%
 %% The driver (this module's main/1, in a node without distribution) starts
-%% two peer nodes per carrier (`-proto_dist nifsock' and the default
+%% two peer nodes per carrier (`-proto_dist nifsock' with each of its
+%% carriers, `-nifsock dist_carrier port' and `process', and the default
 %% inet_tcp), controlled over stdio so the driver takes no part in their
 %% traffic, and connects each pair. Then, for each round, each workload is run
-%% on both pairs, the carrier order alternating from round to round:
+%% on every pair, the carrier order reversed from round to round:
 %% <ul>
 %% <li>`rtt': one process on A sends a small tuple to an echo process on B
 %%     and waits for the answer, for a fixed time: round trips per second;</li>
@@ -14,7 +15,7 @@
 %%     fast as it can (the sender runs ahead until the dist buffer is busy):
 %%     messages per second.</li>
 %% </ul>
-%% Medians over rounds and the ratio nifsock / inet_tcp go to stdout and to
+%% Medians over rounds and the ratios nifsock / inet_tcp go to stdout and to
 %% the report file as a markdown table, with the CPU time both nodes of a pair
 %% spent per unit of work (from /proc/PID/task/*/schedstat, Linux only; the
 %% warm-up is counted too), which the machine's other load disturbs less than
@@ -48,7 +49,7 @@ parse_args([KV | Rest], Opts) ->
 
 run(Ebin, BenchEbin, Report, #{rounds := Rounds} = Opts) ->
     Tag = integer_to_list(erlang:unique_integer([positive])) ++ "_" ++ os:getpid(),
-    Carriers = [nifsock, inet_tcp],
+    Carriers = [port, process, inet_tcp],
     Pairs = maps:from_list([{C, start_pair(C, Tag, Ebin, BenchEbin)} || C <- Carriers]),
     try
         Workloads = [rtt, stream, small],
@@ -83,8 +84,8 @@ run(Ebin, BenchEbin, Report, #{rounds := Rounds} = Opts) ->
 
 start_pair(Carrier, Tag, Ebin, BenchEbin) ->
     Dist = case Carrier of
-               nifsock -> ["-proto_dist", "nifsock"];
-               inet_tcp -> []
+               inet_tcp -> [];
+               _ -> ["-proto_dist", "nifsock", "-nifsock", "dist_carrier", atom_to_list(Carrier)]
            end,
     Start = fun(Side) ->
                     Name = list_to_atom(lists:concat(["nsdbench_", Carrier, "_", Side, "_", Tag])),
@@ -135,45 +136,48 @@ task_ns(Dir) ->
 
 report(Workloads, Results, #{rounds := Rounds} = Opts) ->
     Med = fun(W, C, I) -> median([element(I, V) || V <- maps:get({W, C}, Results)]) end,
-    Rows = [row(W, Med(W, nifsock, 1), Med(W, inet_tcp, 1), Opts) || W <- Workloads],
-    CpuRows = [cpu_row(W, Med(W, nifsock, 2), Med(W, inet_tcp, 2)) || W <- Workloads],
+    Rows = [row(W, Med(W, port, 1), Med(W, process, 1), Med(W, inet_tcp, 1), Opts)
+            || W <- Workloads],
+    CpuRows = [cpu_row(W, Med(W, port, 2), Med(W, process, 2), Med(W, inet_tcp, 2))
+               || W <- Workloads],
     {ok, Host} = inet:gethostname(),
     Header = io_lib:format(
                "## nifsock_dist vs inet_tcp_dist~n~n"
                "OTP ~s, ~b cores (`~s`), ~b interleaved rounds, medians; ratio = nifsock_dist / "
-               "inet_tcp_dist (higher is better). Two peer nodes per carrier on loopback, "
+               "inet_tcp_dist (higher is better), for each nifsock_dist carrier (`port`, the "
+               "default, and `process`). Two peer nodes per carrier on loopback, "
                "default VM flags, one sending process.~n~n"
-               "| workload | nifsock_dist | inet_tcp_dist | ratio |~n"
-               "|---|---:|---:|---:|~n",
+               "| workload | port | process | inet_tcp_dist | port ratio | process ratio |~n"
+               "|---|---:|---:|---:|---:|---:|~n",
                [erlang:system_info(otp_release), erlang:system_info(logical_processors),
                 Host, Rounds]),
     CpuHeader = "\nCPU time of both nodes per unit of work (lower is better; ratio = "
                 "inet_tcp_dist / nifsock_dist, so higher is better here too):\n\n"
-                "| workload | nifsock_dist | inet_tcp_dist | ratio |\n"
-                "|---|---:|---:|---:|\n",
+                "| workload | port | process | inet_tcp_dist | port ratio | process ratio |\n"
+                "|---|---:|---:|---:|---:|---:|\n",
     lists:flatten([Header, Rows, CpuHeader, CpuRows, "\n"]).
 
-row(rtt, N, I, _) ->
-    io_lib:format("| round trips/s (small message, 1 process pair) | ~s | ~s | ~.2fx |~n",
-                  [fmt(N), fmt(I), N / I]);
-row(stream, N, I, _) ->
-    io_lib:format("| MB/s (stream of 1 MB binaries, one way) | ~.1f | ~.1f | ~.2fx |~n",
-                  [N, I, N / I]);
-row(small, N, I, #{small_count := Count}) ->
-    io_lib:format("| msgs/s (~b one-way 100-byte messages) | ~s | ~s | ~.2fx |~n",
-                  [Count, fmt(N), fmt(I), N / I]).
+row(rtt, P, Q, I, _) ->
+    io_lib:format("| round trips/s (small message, 1 process pair) | ~s | ~s | ~s | ~.2fx | ~.2fx |~n",
+                  [fmt(P), fmt(Q), fmt(I), P / I, Q / I]);
+row(stream, P, Q, I, _) ->
+    io_lib:format("| MB/s (stream of 1 MB binaries, one way) | ~.1f | ~.1f | ~.1f | ~.2fx | ~.2fx |~n",
+                  [P, Q, I, P / I, Q / I]);
+row(small, P, Q, I, #{small_count := Count}) ->
+    io_lib:format("| msgs/s (~b one-way 100-byte messages) | ~s | ~s | ~s | ~.2fx | ~.2fx |~n",
+                  [Count, fmt(P), fmt(Q), fmt(I), P / I, Q / I]).
 
-cpu_row(W, N, I) ->
+cpu_row(W, P, Q, I) ->
     Unit = case W of
                rtt -> "µs per round trip";
                stream -> "µs per MB";
                small -> "µs per message"
            end,
-    io_lib:format("| ~ts | ~.2f | ~.2f | ~s |~n",
-                  [Unit, N, I, case N > 0 of
-                                   true -> io_lib:format("~.2fx", [I / N]);
-                                   false -> "-"
-                               end]).
+    io_lib:format("| ~ts | ~.2f | ~.2f | ~.2f | ~s | ~s |~n",
+                  [Unit, P, Q, I, inv_ratio(I, P), inv_ratio(I, Q)]).
+
+inv_ratio(I, N) when N > 0 -> io_lib:format("~.2fx", [I / N]);
+inv_ratio(_I, _N) -> "-".
 
 fmt(X) -> integer_to_list(round(X)).
 

@@ -83,6 +83,7 @@ fn start(env: Env) -> bool {
     // sits below ops, so the delivery is handed to it here); it stays off
     // unless `nifsock_readiness` starts a source.
     readiness::install(ops::tcp::active::deliver_from_drain)
+        && ops::dist::install()
         && sys::resource::register_set(env)
         && sys::resource::register::<socket::Socket>(env)
 }
@@ -103,7 +104,7 @@ fn retire() {
 /// version (`socket::LAYOUT`), the compiler that laid the types out, and
 /// their sizes.
 fn fingerprint() -> u64 {
-    let parts: [&[u8]; 7] = [
+    let parts: [&[u8]; 8] = [
         &socket::LAYOUT.to_le_bytes(),
         env!("NIFSOCK_RUSTC").as_bytes(),
         &std::mem::size_of::<socket::Socket>().to_le_bytes(),
@@ -111,6 +112,7 @@ fn fingerprint() -> u64 {
         &sys::resource::alloc_size::<socket::Socket>().to_le_bytes(),
         &std::mem::size_of::<sys::carry::Carry>().to_le_bytes(),
         &readiness::shared_size().to_le_bytes(),
+        &sys::distdrv::park_size().to_le_bytes(),
     ];
     // FNV-1a.
     let mut h: u64 = 0xcbf2_9ce4_8422_2325;

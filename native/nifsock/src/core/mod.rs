@@ -1,8 +1,9 @@
-//! Pure Rust, no Rustler: errno names, the fd cell, the option table, packet
+//! Pure Rust, no Rustler: the distribution's framing, errno names, the fd cell, the option table, packet
 //! framing, the scratch buffer, traffic counters, unix paths and the tuning
 //! constants. `native/nifsock_unit` compiles this folder alone to run its
 //! unit tests, so nothing here names `crate::`.
 
+pub mod distframe;
 pub mod errno;
 pub mod family;
 pub mod fd_cell;

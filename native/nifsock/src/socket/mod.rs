@@ -36,9 +36,9 @@ mod tcp;
 /// any change to a type stored in a `Socket` (here, `tcp.rs`, `rd.rs`, and the
 /// `core`/`sys` types they embed) or to the meaning of a field, and with any
 /// change to what an upgrade carries over: the slot order of `stats`, the
-/// readiness `Shared` state (`readiness/set.rs`), `sys::carry::Carry`, or the
-/// driver's `Hooks`.
-pub const LAYOUT: u32 = 2;
+/// readiness `Shared` state (`readiness/set.rs`), `sys::carry::Carry`, the
+/// driver's `Hooks` or port kinds, or the dist park table (`sys::distdrv`).
+pub const LAYOUT: u32 = 3;
 
 /// Lifecycle of a socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

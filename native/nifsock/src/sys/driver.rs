@@ -1,6 +1,9 @@
-//! A minimal ERTS driver in the same shared object as the NIF: its only job is
-//! to have a port `driver_select` one fd for input (nifsock's readiness epoll
-//! set) and to run [`Hooks::ready`] when ERTS calls `ready_input`.
+//! A minimal ERTS driver in the same shared object as the NIF, with two kinds
+//! of port. The readiness port (`open_port({spawn_driver, "libnifsock"}, ..)`)
+//! has a port `driver_select` one fd for input (nifsock's readiness epoll
+//! set) and runs [`Hooks::ready`] when ERTS calls `ready_input`. A dist port
+//! (`"libnifsock dist"`) is `nifsock_dist`'s port carrier: its callbacks are
+//! `distdrv`'s.
 //!
 //! Rustler has no driver API, so the few C declarations needed are here,
 //! written from `erl_driver.h` (OTP 25-29 all have driver ABI 3.3). The driver
@@ -14,6 +17,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
 use super::carry;
+use super::distdrv::{self, DistData, ErlIOVec};
 use super::drvsend::PortId;
 
 type ErlDrvData = *mut c_void;
@@ -28,6 +32,8 @@ const ERL_DRV_EXTENDED_MARKER: c_int = 0xfeee_eeed_u32 as c_int;
 const ERL_DRV_EXTENDED_MAJOR_VERSION: c_int = 3;
 const ERL_DRV_EXTENDED_MINOR_VERSION: c_int = 3;
 const ERL_DRV_FLAG_USE_PORT_LOCKING: c_int = 1;
+/// `port_command(Port, Data, [force])` (dist_util's ticks) needs it.
+const ERL_DRV_FLAG_SOFT_BUSY: c_int = 1 << 1;
 
 /// `struct erl_drv_entry` of erl_driver.h (major version 3), field for field.
 #[repr(C)]
@@ -162,10 +168,21 @@ fn hooks() -> Option<&'static Hooks> {
     unsafe { h.as_ref() }
 }
 
-/// Per-port data: the port and the fd it selected.
-struct PortData {
-    port: ErlDrvPort,
-    fd: RawFd,
+/// Per-port data: the readiness port and the fd it selected, or a dist port.
+enum PortData {
+    Readiness { port: ErlDrvPort, fd: RawFd },
+    Dist(Box<DistData>),
+}
+
+/// Whether the port's command (`"libnifsock dist"`) asks for a dist port.
+fn is_dist(cmd: *mut c_char) -> bool {
+    if cmd.is_null() {
+        return false;
+    }
+    // SAFETY: ERTS passes the port's command as a NUL-terminated string,
+    // valid during start.
+    let cmd = unsafe { std::ffi::CStr::from_ptr(cmd) };
+    cmd.to_bytes().split(|&b| b == b' ').nth(1) == Some(&b"dist"[..])
 }
 
 fn event_of(fd: RawFd) -> ErlDrvEvent {
@@ -173,7 +190,13 @@ fn event_of(fd: RawFd) -> ErlDrvEvent {
     fd as isize as ErlDrvEvent
 }
 
-unsafe extern "C" fn drv_start(port: ErlDrvPort, _cmd: *mut c_char) -> ErlDrvData {
+unsafe extern "C" fn drv_start(port: ErlDrvPort, cmd: *mut c_char) -> ErlDrvData {
+    if is_dist(cmd) {
+        return match distdrv::start(port) {
+            Some(d) => Box::into_raw(Box::new(PortData::Dist(d))).cast(),
+            None => -1isize as ErlDrvData,
+        };
+    }
     let fd = std::panic::catch_unwind(|| hooks().and_then(|h| (h.start)()))
         .ok()
         .flatten();
@@ -191,7 +214,7 @@ unsafe extern "C" fn drv_start(port: ErlDrvPort, _cmd: *mut c_char) -> ErlDrvDat
     carry::current()
         .port_hooks
         .store(hooks_cell(), Ordering::Release);
-    Box::into_raw(Box::new(PortData { port, fd })).cast()
+    Box::into_raw(Box::new(PortData::Readiness { port, fd })).cast()
 }
 
 unsafe extern "C" fn drv_stop(data: ErlDrvData) {
@@ -200,9 +223,13 @@ unsafe extern "C" fn drv_stop(data: ErlDrvData) {
     }
     // SAFETY: data is the Box made by drv_start, handed back once by ERTS at stop.
     let pd = unsafe { Box::from_raw(data.cast::<PortData>()) };
+    let (port, fd) = match *pd {
+        PortData::Readiness { port, fd } => (port, fd),
+        PortData::Dist(d) => return distdrv::stop(d),
+    };
     // SAFETY: the port is still valid during its stop callback; USE off makes
     // ERTS call stop_select (a no-op: the fd outlives the port).
-    unsafe { driver_select(pd.port, event_of(pd.fd), ERL_DRV_READ | ERL_DRV_USE, 0) };
+    unsafe { driver_select(port, event_of(fd), ERL_DRV_READ | ERL_DRV_USE, 0) };
     let _ = carry::current().port_hooks.compare_exchange(
         hooks_cell(),
         std::ptr::null_mut(),
@@ -216,11 +243,42 @@ unsafe extern "C" fn drv_stop(data: ErlDrvData) {
     });
 }
 
+/// The dist data of a dist port's callback (a raw pointer: the port may be
+/// terminated, and its data freed, inside the callback).
+///
+/// # Safety
+/// As [`port_data`].
+unsafe fn dist_of(data: ErlDrvData) -> Option<*mut DistData> {
+    // SAFETY: the caller's contract; the reference ends here.
+    match unsafe { port_data(data) } {
+        Some(PortData::Dist(d)) => Some(std::ptr::from_mut(d.as_mut())),
+        _ => None,
+    }
+}
+
+/// The port data of a callback (None for a null pointer).
+///
+/// # Safety
+/// `data` is what drv_start returned for the port whose callback runs (alive
+/// until drv_stop; the port lock serialises its callbacks).
+unsafe fn port_data<'a>(data: ErlDrvData) -> Option<&'a mut PortData> {
+    // SAFETY: the caller's contract.
+    unsafe { data.cast::<PortData>().as_mut() }
+}
+
 unsafe extern "C" fn drv_ready_input(data: ErlDrvData, _event: ErlDrvEvent) {
     // SAFETY: data is the PortData drv_start made, alive until drv_stop.
-    let pd = unsafe { data.cast::<PortData>().as_ref() };
-    // SAFETY: the port is valid (and locked) during its ready_input.
-    let port = pd.map_or(0, |pd| unsafe { driver_mk_port(pd.port) });
+    if let Some(d) = unsafe { dist_of(data) } {
+        // SAFETY: d is the port's live dist data, its lock held.
+        return unsafe { distdrv::ready_input(d) };
+    }
+    // SAFETY: data is the PortData drv_start made, alive until drv_stop.
+    let port = match unsafe { port_data(data) } {
+        Some(PortData::Dist(_)) => 0,
+        // SAFETY: the port is valid (and locked) during its ready_input.
+        Some(PortData::Readiness { port, .. }) => unsafe { driver_mk_port(*port) },
+        None => 0,
+    };
     READY_PORT.with(|c| c.set(port));
     let _ = std::panic::catch_unwind(|| {
         if let Some(h) = hooks() {
@@ -230,8 +288,63 @@ unsafe extern "C" fn drv_ready_input(data: ErlDrvData, _event: ErlDrvEvent) {
     READY_PORT.with(|c| c.set(0));
 }
 
-unsafe extern "C" fn drv_stop_select(_event: ErlDrvEvent, _reserved: *mut c_void) {
-    // The epoll fd belongs to the readiness module and is reused by the next port.
+unsafe extern "C" fn drv_ready_output(data: ErlDrvData, _event: ErlDrvEvent) {
+    // SAFETY: data is the PortData drv_start made, alive until drv_stop.
+    if let Some(d) = unsafe { dist_of(data) } {
+        // SAFETY: d is the port's live dist data, its lock held; ERTS's
+        // arguments are valid for the callback.
+        unsafe { distdrv::ready_output(d) };
+    }
+}
+
+unsafe extern "C" fn drv_timeout(data: ErlDrvData) {
+    // SAFETY: data is the PortData drv_start made, alive until drv_stop.
+    if let Some(d) = unsafe { dist_of(data) } {
+        // SAFETY: d is the port's live dist data, its lock held.
+        unsafe { distdrv::timeout(d) };
+    }
+}
+
+unsafe extern "C" fn drv_outputv(data: ErlDrvData, ev: *mut c_void) {
+    // SAFETY: data is the PortData drv_start made, alive until drv_stop.
+    if let Some(d) = unsafe { dist_of(data) } {
+        // SAFETY: d is the port's live dist data, its lock held; ERTS's
+        // arguments are valid for the callback.
+        unsafe { distdrv::outputv(d, ev.cast::<ErlIOVec>()) };
+    }
+}
+
+unsafe extern "C" fn drv_output(data: ErlDrvData, buf: *mut c_char, len: ErlDrvSizeT) {
+    // SAFETY: data is the PortData drv_start made, alive until drv_stop.
+    if let Some(d) = unsafe { dist_of(data) } {
+        // SAFETY: d is the port's live dist data, its lock held; ERTS's
+        // arguments are valid for the callback.
+        unsafe { distdrv::output(d, buf, len) };
+    }
+}
+
+unsafe extern "C" fn drv_control(
+    data: ErlDrvData,
+    op: c_uint,
+    buf: *mut c_char,
+    len: ErlDrvSizeT,
+    rbuf: *mut *mut c_char,
+    rlen: ErlDrvSizeT,
+) -> ErlDrvSSizeT {
+    // SAFETY: data is the PortData drv_start made, alive until drv_stop.
+    match unsafe { dist_of(data) } {
+        // SAFETY: d is the port's live dist data, its lock held; ERTS's
+        // arguments are valid for the callback.
+        Some(d) => unsafe { distdrv::control(d, op, buf, len, rbuf, rlen) },
+        None => 0,
+    }
+}
+
+unsafe extern "C" fn drv_stop_select(event: ErlDrvEvent, _reserved: *mut c_void) {
+    // The readiness port's epoll fd belongs to the readiness module and is
+    // reused by the next port; a dist port's fd is closed here (distdrv).
+    let fd = event as isize as RawFd;
+    let _ = std::panic::catch_unwind(|| distdrv::stop_select(fd));
 }
 
 struct EntryCell(UnsafeCell<ErlDrvEntry>);
@@ -244,16 +357,16 @@ static ENTRY: EntryCell = EntryCell(UnsafeCell::new(ErlDrvEntry {
     init: None,
     start: Some(drv_start),
     stop: Some(drv_stop),
-    output: None,
+    output: Some(drv_output),
     ready_input: Some(drv_ready_input),
-    ready_output: None,
+    ready_output: Some(drv_ready_output),
     // erl_ddll requires the driver name to equal the file name without ".so".
     driver_name: c"libnifsock".as_ptr(),
     finish: None,
     handle: std::ptr::null_mut(),
-    control: None,
-    timeout: None,
-    outputv: None,
+    control: Some(drv_control),
+    timeout: Some(drv_timeout),
+    outputv: Some(drv_outputv),
     ready_async: None,
     flush: None,
     call: None,
@@ -261,7 +374,7 @@ static ENTRY: EntryCell = EntryCell(UnsafeCell::new(ErlDrvEntry {
     extended_marker: ERL_DRV_EXTENDED_MARKER,
     major_version: ERL_DRV_EXTENDED_MAJOR_VERSION,
     minor_version: ERL_DRV_EXTENDED_MINOR_VERSION,
-    driver_flags: ERL_DRV_FLAG_USE_PORT_LOCKING,
+    driver_flags: ERL_DRV_FLAG_USE_PORT_LOCKING | ERL_DRV_FLAG_SOFT_BUSY,
     handle2: std::ptr::null_mut(),
     process_exit: None,
     stop_select: Some(drv_stop_select),

@@ -6,6 +6,7 @@
 //! a `// SAFETY:` comment saying why the call is sound.
 
 pub mod carry;
+pub mod distdrv;
 pub mod driver;
 pub mod drvsend;
 pub mod entry;

@@ -178,7 +178,7 @@ tcp_tags(_S) -> erlang:nif_error(nif_not_loaded).
 -spec tcp_unread(sock(), binary()) -> ok.
 tcp_unread(_S, _Bytes) -> erlang:nif_error(nif_not_loaded).
 
--spec tcp_send(sock(), [binary()], term()) ->
+-spec tcp_send(sock(), iodata(), term()) ->
           ok | {select, non_neg_integer(), non_neg_integer() | infinity} |
           {raw | line | 1 | 2 | 4, non_neg_integer() | infinity, boolean()} | {error, term()}.
 tcp_send(_S, _IOV, _Handle) -> erlang:nif_error(nif_not_loaded).

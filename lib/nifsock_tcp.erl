@@ -268,6 +268,18 @@ send(S, Data) when is_binary(Data) ->
         {error, _} = Error -> sent(S, IOV, Error);
         {Packet, Timeout, Queued} -> send(S, Data, Packet, Timeout, Queued)
     end;
+send(S, Data) when is_list(Data) ->
+    %% Nested lists of binaries (Cowboy's responses) go out in the same one
+    %% call, without erlang:iolist_to_iovec/1; tcp_send/3 answers the tuple,
+    %% having sent nothing, for other iodata too (byte integers, many binaries).
+    H = ?WAIT_HANDLE(),
+    case nifsock_nif:tcp_send(S, Data, H) of
+        ok -> ok;
+        {select, N, Timeout} -> send_waited(S, Data, N, H, deadline(Timeout));
+        {error, {Reason, N}} when is_integer(N) -> send_error(S, Reason);
+        {error, _} = Error -> sent(S, Data, Error);
+        {Packet, Timeout, Queued} -> send(S, Data, Packet, Timeout, Queued)
+    end;
 send(S, Data) ->
     {Packet, Timeout, Queued} = nifsock_nif:tcp_send_info(S),
     send(S, Data, Packet, Timeout, Queued).
@@ -285,12 +297,22 @@ send(S, Data, Packet, Timeout, Queued) ->
 %% tcp_send/3 wrote N bytes of Data and armed a select (handle H) for the
 %% rest: wait for it as nifsock:send/4 does, then send the rest.
 send_waited(S, Data, N, H, Deadline) ->
-    Rest = [binary_part(Data, N, byte_size(Data) - N)],
+    Rest = unsent(Data, N),
     case nifsock_wait:await(S, send, H, Deadline) of
         select -> sent(S, Rest, nifsock:send(S, Rest, [], nifsock_wait:remaining(Deadline)));
         timeout -> timed_out(S, Rest);
         Reason -> send_error(S, Reason)
     end.
+
+%% What is left of Data after its first N bytes, as a list of binaries.
+unsent(Data, N) when is_binary(Data) ->
+    [binary_part(Data, N, byte_size(Data) - N)];
+unsent(Data, N) ->
+    drop(erlang:iolist_to_iovec(Data), N).
+
+drop([B | T], N) when byte_size(B) =< N -> drop(T, N - byte_size(B));
+drop([B | T], N) when N > 0 -> [binary_part(B, N, byte_size(B) - N) | T];
+drop(IOV, _) -> IOV.
 
 sent(_S, _IOV, ok) -> ok;
 sent(S, _IOV, {error, {timeout, Rest}}) -> timed_out(S, Rest);

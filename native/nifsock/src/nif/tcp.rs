@@ -8,7 +8,7 @@ use crate::codec::args::{self, Mode, Sock};
 use crate::codec::{reply, tcp as codec};
 use crate::core::packet::Packet;
 use crate::ops::{send, tcp};
-use crate::sys::iovec::IoVec;
+use crate::sys::iovec::{Gathered, IoVec};
 use crate::sys::msg;
 
 fn pump_pid(pump: Term) -> NifResult<rustler::sys::ErlNifPid> {
@@ -145,12 +145,14 @@ fn tcp_send_info<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
     codec::send_info(env, &tcp::format::send_info(sock))
 }
 
-/// `nifsock_tcp:send/2` of a binary in one call when nothing is to be added
-/// or written first (no `{packet, N}` header, nothing queued by a timed-out
-/// send) and `send_timeout` is not 0: then it is
-/// `nifsock_nif:send(S, IOV, [], Handle, wait)`, with `{select, N, Timeout}`
-/// for its `{select, N}` (the caller's wait needs the timeout). Otherwise it
-/// sends nothing and returns `tcp_send_info`'s `{Packet, Timeout, Queued}`.
+/// `nifsock_tcp:send/2` of a binary (as `[Bin]`) or of an iolist of nested
+/// lists of binaries (at most `GATHER_MAX` of them, no byte integers) in one
+/// call when nothing is to be added or written first (no `{packet, N}`
+/// header, nothing queued by a timed-out send) and `send_timeout` is not 0:
+/// then it is `nifsock_nif:send(S, iolist_to_iovec(Data), [], Handle, wait)`,
+/// with `{select, N, Timeout}` for its `{select, N}` (the caller's wait needs
+/// the timeout). Otherwise it sends nothing and returns `tcp_send_info`'s
+/// `{Packet, Timeout, Queued}`.
 #[rustler::nif]
 fn tcp_send<'a>(
     env: Env<'a>,
@@ -162,7 +164,12 @@ fn tcp_send<'a>(
     if matches!(info.packet, Packet::Len(_)) || info.queued || info.send_timeout == Some(0) {
         return Ok(codec::send_info(env, &info));
     }
-    match send::send(env, sock, iov, 0, handle, Mode::Wait) {
+    // An iolist of nested lists of binaries (Cowboy's responses) goes out as
+    // it is; anything else comes back for erlang:iolist_to_iovec/1's path.
+    let Some(entries) = Gathered::walk(iov) else {
+        return Ok(codec::send_info(env, &info));
+    };
+    match send::send_entries(env, sock, entries.entries(), 0, handle, Mode::Wait) {
         // the caller's wait needs the timeout
         Ok(send::Outcome::Select(n)) => Ok(codec::send_select(env, n, info.send_timeout)),
         r => super::io::sent(env, r),

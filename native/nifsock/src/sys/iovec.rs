@@ -81,3 +81,70 @@ impl<'a> IoVec<'a> {
         })
     }
 }
+
+/// The most binaries [`Gathered`] takes (a Cowboy response has about 25).
+pub const GATHER_MAX: usize = 64;
+/// The deepest list nesting [`Gathered`] follows.
+const GATHER_DEPTH: usize = 16;
+
+/// The binaries of an iolist of nested lists of binaries (no byte integers),
+/// borrowed from the calling env, in a fixed array: no allocation, no copy.
+pub struct Gathered<'a> {
+    iov: [libc::iovec; GATHER_MAX],
+    len: usize,
+    _env: std::marker::PhantomData<&'a [u8]>,
+}
+
+impl<'a> Gathered<'a> {
+    /// Walks `term`: a binary, or a list (proper or with a binary tail) of
+    /// binaries and such lists. None when it holds anything else (byte
+    /// integers, bitstrings, other terms), more than [`GATHER_MAX`] non-empty
+    /// binaries or lists nested deeper than 16: the caller then takes the
+    /// general path (`erlang:iolist_to_iovec/1`), which also raises badarg.
+    pub fn walk(term: Term<'a>) -> Option<Gathered<'a>> {
+        let mut g = Gathered {
+            iov: [libc::iovec {
+                iov_base: ptr::null_mut(),
+                iov_len: 0,
+            }; GATHER_MAX],
+            len: 0,
+            _env: std::marker::PhantomData,
+        };
+        // The tails still to walk, innermost last.
+        let mut tails: [Option<Term<'a>>; GATHER_DEPTH] = [None; GATHER_DEPTH];
+        let mut depth = 0usize;
+        let mut cur = term;
+        loop {
+            if let Ok((head, tail)) = cur.list_get_cell() {
+                if !tail.is_empty_list() {
+                    *tails.get_mut(depth)? = Some(tail);
+                    depth += 1;
+                }
+                cur = head;
+                continue;
+            }
+            if cur.is_binary() {
+                let bin = rustler::Binary::from_term(cur).ok()?;
+                let bytes: &'a [u8] = bin.as_slice();
+                if !bytes.is_empty() {
+                    let e = g.iov.get_mut(g.len)?;
+                    e.iov_base = bytes.as_ptr().cast_mut().cast();
+                    e.iov_len = bytes.len();
+                    g.len += 1;
+                }
+            } else if !cur.is_empty_list() {
+                return None;
+            }
+            if depth == 0 {
+                return Some(g);
+            }
+            depth -= 1;
+            cur = tails.get_mut(depth)?.take()?;
+        }
+    }
+
+    /// The entries.
+    pub fn entries(&self) -> &[libc::iovec] {
+        self.iov.get(..self.len).unwrap_or(&[])
+    }
+}

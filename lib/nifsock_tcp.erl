@@ -607,14 +607,18 @@ hand_over(S, Pid, Data, Closed) ->
 %% @doc `{ok, {IP, Port}}' of the peer (`{ok, {local, Path}}' on a unix socket, as inet).
 -spec peername(socket()) ->
           {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, term()}.
+peername(?SOCK(_) = S) ->
+    nifsock_nif:tcp_peername(S);
 peername(S) ->
-    inet_addr(nifsock:peername(S)).
+    erlang:error(badarg, [S]).
 
 %% @doc `{ok, {IP, Port}}' of the local end (`{ok, {local, Path}}' on a unix socket, as inet).
 -spec sockname(socket()) ->
           {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, term()}.
+sockname(?SOCK(_) = S) ->
+    nifsock_nif:tcp_sockname(S);
 sockname(S) ->
-    inet_addr(nifsock:sockname(S)).
+    erlang:error(badarg, [S]).
 
 %% @doc The local port.
 -spec port(socket()) -> {ok, inet:port_number()} | {error, term()}.
@@ -685,10 +689,6 @@ send_pend(S) ->
 
 avg(_Bytes, 0) -> 0;
 avg(Bytes, Count) -> Bytes div Count.
-
-inet_addr({ok, #{family := local, path := Path}}) -> {ok, {local, Path}};
-inet_addr({ok, #{addr := IP, port := Port}}) -> {ok, {IP, Port}};
-inet_addr({error, _} = E) -> E.
 
 %%% ------------------------------------------------------------------
 %%% Option parsing

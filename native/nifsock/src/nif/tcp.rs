@@ -4,10 +4,11 @@
 use rustler::{Binary, Encoder, Env, NifResult, Term};
 
 use crate::atoms;
+use crate::codec::addr;
 use crate::codec::args::{self, Mode, Sock};
 use crate::codec::{reply, tcp as codec};
 use crate::core::packet::Packet;
-use crate::ops::{send, tcp};
+use crate::ops::{owner, send, tcp};
 use crate::sys::iovec::{Gathered, IoVec};
 use crate::sys::msg;
 
@@ -174,6 +175,24 @@ fn tcp_send<'a>(
         Ok(send::Outcome::Select(n)) => Ok(codec::send_select(env, n, info.send_timeout)),
         r => super::io::sent(env, r),
     }
+}
+
+/// `nifsock_tcp:peername/1`: `{ok, {IP, Port}}` or `{ok, {local, Path}}`.
+#[rustler::nif]
+fn tcp_peername<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    reply::value(
+        env,
+        owner::peername(sock).map(|a| addr::encode_inet(env, &a)),
+    )
+}
+
+/// `nifsock_tcp:sockname/1`: `{ok, {IP, Port}}` or `{ok, {local, Path}}`.
+#[rustler::nif]
+fn tcp_sockname<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    reply::value(
+        env,
+        owner::sockname(sock).map(|a| addr::encode_inet(env, &a)),
+    )
 }
 
 #[rustler::nif]

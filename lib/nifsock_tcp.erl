@@ -578,7 +578,22 @@ shutdown(S, How) ->
 controlling_process(S, Pid) when is_pid(Pid), Pid =:= self() ->
     nifsock:controlling_process(S, Pid);
 controlling_process(S, Pid) when is_pid(Pid) ->
-    case nifsock_nif:tcp_pause(S) of
+    case process_info(self(), message_queue_len) of
+        %% nothing to hand over: a passive socket moves in one call
+        {message_queue_len, 0} -> move(S, Pid, nifsock_nif:tcp_move(S, Pid));
+        _ -> move(S, Pid, nifsock_nif:tcp_pause(S))
+    end;
+controlling_process(S, Pid) ->
+    erlang:error(badarg, [S, Pid]).
+
+%% After tcp_move/2 (ok: moved; a dead Pid: gen_tcp's badarg, the socket stays
+%% the caller's) or tcp_pause/1 ({ok, ...}: paused, still the caller's).
+move(_S, _Pid, ok) ->
+    ok;
+move(_S, _Pid, {error, esrch}) ->
+    {error, badarg};
+move(S, Pid, Paused) ->
+    case Paused of
         {ok, Active, {Data, Closed, _, _}} ->
             ok = hand_over(S, Pid, Data, Closed),
             case nifsock:controlling_process(S, Pid) of
@@ -592,9 +607,7 @@ controlling_process(S, Pid) when is_pid(Pid) ->
             end;
         {error, _} = Error ->
             Error
-    end;
-controlling_process(S, Pid) ->
-    erlang:error(badarg, [S, Pid]).
+    end.
 
 %% The socket's data and closed messages (its tags), in order.
 hand_over(S, Pid, Data, Closed) ->

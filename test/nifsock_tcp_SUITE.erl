@@ -59,6 +59,7 @@
          tcp_controlling_process_moves_delivery/1,
          tcp_controlling_process_not_owner/1,
          tcp_controlling_process_dead_pid/1,
+         tcp_controlling_process_passive_owner_exit/1,
          tcp_controlling_process_while_streaming/1,
          tcp_controlling_process_flip_stress/1,
          tcp_controlling_process_no_late_messages/1,
@@ -193,6 +194,7 @@ cases() ->
      tcp_controlling_process_moves_delivery,
      tcp_controlling_process_not_owner,
      tcp_controlling_process_dead_pid,
+     tcp_controlling_process_passive_owner_exit,
      tcp_controlling_process_while_streaming,
      tcp_controlling_process_flip_stress,
      tcp_controlling_process_no_late_messages,
@@ -947,6 +949,26 @@ tcp_controlling_process_dead_pid(Config) ->
     ok = M:send(S, <<"back">>),
     {ok, <<"back">>} = gen_tcp:recv(Peer, 4, 5000),
     close_all(M, [S]), gen_tcp:close(Peer).
+
+%% A passive socket given away with nothing in our mailbox: to a dead pid, {error, badarg} and it stays ours and works; to a live process, that process owns it: its exit closes the socket (the peer reads the end of the stream).
+tcp_controlling_process_passive_owner_exit(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    _ = flush_all(),
+    Dead = spawn(fun() -> ok end),
+    Ref = erlang:monitor(process, Dead),
+    receive {'DOWN', Ref, process, Dead, _} -> ok end,
+    {error, badarg} = M:controlling_process(S, Dead),
+    ok = M:send(S, <<"ours">>),
+    {ok, <<"ours">>} = gen_tcp:recv(Peer, 4, 5000),
+    Owner = spawn(fun() -> receive stop -> ok end end),
+    ORef = erlang:monitor(process, Owner),
+    ok = M:controlling_process(S, Owner),
+    {error, not_owner} = M:controlling_process(S, self()),
+    Owner ! stop,
+    receive {'DOWN', ORef, process, Owner, _} -> ok end,
+    {error, closed} = gen_tcp:recv(Peer, 0, 5000),
+    gen_tcp:close(Peer).
 
 %% Ownership changes while data streams in: old owner's messages then new owner's are the whole stream, in order.
 tcp_controlling_process_while_streaming(Config) ->

@@ -223,6 +223,19 @@ fn tcp_pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     }
 }
 
+/// controlling_process with nothing in the caller's mailbox: `ok` once a
+/// passive socket is `Pid`'s, or tcp_pause/1's `{ok, ModeToRestore, Tags}`
+/// for an active one (paused, still the caller's).
+#[rustler::nif]
+fn tcp_move<'a>(env: Env<'a>, sock: Sock<'a>, pid: Term<'a>) -> NifResult<Term<'a>> {
+    let new = msg::pid_of(pid).ok_or(rustler::Error::BadArg)?;
+    match tcp::active::pause_or_move(env, sock, &new) {
+        Ok(None) => Ok(atoms::ok().encode(env)),
+        Ok(Some((active, tags))) => Ok(codec::paused(env, active, &tags)),
+        Err(e) => reply::error(env, e),
+    }
+}
+
 /// The socket's message tags `{Data, Closed, Error, Passive}`, also once it is
 /// closed (nifsock_tcp's close/1 takes a closed message out of the mailbox).
 #[rustler::nif]

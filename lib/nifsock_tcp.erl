@@ -443,6 +443,10 @@ timeout_result(S) ->
 %% `listen' and `connect' take (`inet', `inet6', `local', `ip', `ifaddr',
 %% `port', `backlog', `tcp_module') are `{error, einval}', as gen_tcp's.
 -spec setopts(socket(), [option()]) -> ok | {error, term()}.
+setopts(S, [{active, A}]) when is_boolean(A); A =:= once;
+                               is_integer(A), A >= -32768, A =< 32767 ->
+    %% the common call (Cowboy's, Ranch's), without the option parsing
+    einval(set_active(S, A));
 setopts(S, Opts) when is_list(Opts) ->
     try
         P = parse(lists:reverse(Opts), #{}),

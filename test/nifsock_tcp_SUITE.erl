@@ -56,6 +56,7 @@
          tcp_peer_close_active_partial_packet/1,
          tcp_peer_close_passive/1,
          tcp_recv_on_active_einval/1,
+         tcp_setopts_active_closed_einval/1,
          tcp_controlling_process_moves_delivery/1,
          tcp_controlling_process_not_owner/1,
          tcp_controlling_process_dead_pid/1,
@@ -191,6 +192,7 @@ cases() ->
      tcp_peer_close_active_partial_packet,
      tcp_peer_close_passive,
      tcp_recv_on_active_einval,
+     tcp_setopts_active_closed_einval,
      tcp_controlling_process_moves_delivery,
      tcp_controlling_process_not_owner,
      tcp_controlling_process_dead_pid,
@@ -869,6 +871,15 @@ tcp_peer_close_passive(Config) ->
     {error, E} = M:recv(S, 5, ?T),
     true = E =:= closed orelse E =:= enotconn,
     close_all(M, [S]).
+
+%% setopts of the active mode alone on a closed socket is {error, einval}, as of any option with it.
+tcp_setopts_active_closed_einval(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = M:close(S),
+    [{error, einval} = setopts(Config, S, Opts)
+     || A <- [true, false, once, 5, -1], Opts <- [[{active, A}], [{active, A}, {nodelay, true}]]],
+    gen_tcp:close(Peer).
 
 %% recv on an active socket (true, once, N) is {error, einval}.
 tcp_recv_on_active_einval(Config) ->

@@ -624,18 +624,16 @@ hand_over(S, Pid, Data, Closed) ->
 %% @doc `{ok, {IP, Port}}' of the peer (`{ok, {local, Path}}' on a unix socket, as inet).
 -spec peername(socket()) ->
           {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, term()}.
-peername(?SOCK(_) = S) ->
-    nifsock_nif:tcp_peername(S);
 peername(S) ->
-    erlang:error(badarg, [S]).
+    %% (a term that is no socket: badarg, raised by the NIF)
+    nifsock_nif:tcp_peername(S).
 
 %% @doc `{ok, {IP, Port}}' of the local end (`{ok, {local, Path}}' on a unix socket, as inet).
 -spec sockname(socket()) ->
           {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, term()}.
-sockname(?SOCK(_) = S) ->
-    nifsock_nif:tcp_sockname(S);
 sockname(S) ->
-    erlang:error(badarg, [S]).
+    %% (a term that is no socket: badarg, raised by the NIF)
+    nifsock_nif:tcp_sockname(S).
 
 %% @doc The local port.
 -spec port(socket()) -> {ok, inet:port_number()} | {error, term()}.

@@ -2023,7 +2023,7 @@ send_chunks_until_timeout(M, S, I, Acc, Shape) ->
         {error, timeout} -> lists:reverse([Chunk | Acc])
     end.
 
-%% Iodata of every shape arrives as its bytes, in order: nested lists of binaries (a Cowboy response's shape), a binary tail, empty binaries and lists, byte integers, more than 64 binaries, lists nested deeper than 16.
+%% Iodata of every shape arrives as its bytes, in order: nested lists of binaries (a Cowboy response's shape), a binary tail, empty binaries and lists, byte integers, more than 64 binaries, lists nested deeper than 16, small and larger binaries interleaved.
 tcp_send_iodata_shapes(Config) ->
     M = mod(Config),
     {Peer, S} = raw_pair(Config, [binary, {active, false}]),
@@ -2035,7 +2035,10 @@ tcp_send_iodata_shapes(Config) ->
               [<<"head">> | <<"tail">>],
               [[], <<>>, [[<<>>]], <<"x">>, [[] | <<"y">>]],
               [<<"ab">>, $c, [$d, <<"ef">>] | <<"g">>],
-              Many, [Many, [Many]], Deep, [], [[[]]]],
+              Many, [Many, [Many]], Deep, [], [[[]]],
+              %% small and larger binaries interleaved, more small bytes than
+              %% nifsock's 1 KiB gather buffer holds
+              [[binary:copy(<<I>>, 100), binary:copy(<<(I + 100)>>, 300)] || I <- lists:seq(1, 12)]],
     [begin
          ok = M:send(S, Data),
          ok = M:send(S, <<"$">>),

@@ -170,7 +170,8 @@ fn tcp_send<'a>(
     let Some(entries) = Gathered::walk(iov) else {
         return Ok(codec::send_info(env, &info));
     };
-    match send::send_entries(env, sock, entries.entries(), 0, handle, Mode::Wait) {
+    let sent = entries.with_entries(|e| send::send_entries(env, sock, e, 0, handle, Mode::Wait));
+    match sent {
         // the caller's wait needs the timeout
         Ok(send::Outcome::Select(n)) => Ok(codec::send_select(env, n, info.send_timeout)),
         r => super::io::sent(env, r),

@@ -11,7 +11,8 @@
          tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/7,
          tcp_send_info/1, tcp_send/3, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
          tcp_shutdown/2, tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2,
-         tcp_flush/3, tcp_pause/1, tcp_tags/1,
+         tcp_flush/3, tcp_pause/1, tcp_move/2, tcp_tags/1, tcp_peername/1,
+         tcp_sockname/1,
          readiness_pump/1, readiness_pump_drain/0, dist_attach/2]).
 
 -nifs([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
@@ -21,7 +22,8 @@
          tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/7,
          tcp_send_info/1, tcp_send/3, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
          tcp_shutdown/2, tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2,
-         tcp_flush/3, tcp_pause/1, tcp_tags/1,
+         tcp_flush/3, tcp_pause/1, tcp_move/2, tcp_tags/1, tcp_peername/1,
+         tcp_sockname/1,
          readiness_pump/1, readiness_pump_drain/0, dist_attach/2]).
 
 -on_load(load/0).
@@ -184,7 +186,20 @@ dist_attach(_S, _Port) -> erlang:nif_error(nif_not_loaded).
 -spec tcp_unread(sock(), binary()) -> ok.
 tcp_unread(_S, _Bytes) -> erlang:nif_error(nif_not_loaded).
 
--spec tcp_send(sock(), [binary()], term()) ->
+-spec tcp_move(sock(), pid()) ->
+          ok | {ok, boolean() | once | integer(), {atom(), atom(), atom(), atom()}} |
+          {error, term()}.
+tcp_move(_S, _Pid) -> erlang:nif_error(nif_not_loaded).
+
+-spec tcp_peername(sock()) ->
+          {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, term()}.
+tcp_peername(_S) -> erlang:nif_error(nif_not_loaded).
+
+-spec tcp_sockname(sock()) ->
+          {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, term()}.
+tcp_sockname(_S) -> erlang:nif_error(nif_not_loaded).
+
+-spec tcp_send(sock(), iodata(), term()) ->
           ok | {select, non_neg_integer(), non_neg_integer() | infinity} |
           {raw | line | 1 | 2 | 4, non_neg_integer() | infinity, boolean()} | {error, term()}.
 tcp_send(_S, _IOV, _Handle) -> erlang:nif_error(nif_not_loaded).

@@ -268,6 +268,18 @@ send(S, Data) when is_binary(Data) ->
         {error, _} = Error -> sent(S, IOV, Error);
         {Packet, Timeout, Queued} -> send(S, Data, Packet, Timeout, Queued)
     end;
+send(S, Data) when is_list(Data) ->
+    %% Nested lists of binaries (Cowboy's responses) go out in the same one
+    %% call, without erlang:iolist_to_iovec/1; tcp_send/3 answers the tuple,
+    %% having sent nothing, for other iodata too (byte integers, many binaries).
+    H = ?WAIT_HANDLE(),
+    case nifsock_nif:tcp_send(S, Data, H) of
+        ok -> ok;
+        {select, N, Timeout} -> send_waited(S, Data, N, H, deadline(Timeout));
+        {error, {Reason, N}} when is_integer(N) -> send_error(S, Reason);
+        {error, _} = Error -> sent(S, Data, Error);
+        {Packet, Timeout, Queued} -> send(S, Data, Packet, Timeout, Queued)
+    end;
 send(S, Data) ->
     {Packet, Timeout, Queued} = nifsock_nif:tcp_send_info(S),
     send(S, Data, Packet, Timeout, Queued).
@@ -285,12 +297,22 @@ send(S, Data, Packet, Timeout, Queued) ->
 %% tcp_send/3 wrote N bytes of Data and armed a select (handle H) for the
 %% rest: wait for it as nifsock:send/4 does, then send the rest.
 send_waited(S, Data, N, H, Deadline) ->
-    Rest = [binary_part(Data, N, byte_size(Data) - N)],
+    Rest = unsent(Data, N),
     case nifsock_wait:await(S, send, H, Deadline) of
         select -> sent(S, Rest, nifsock:send(S, Rest, [], nifsock_wait:remaining(Deadline)));
         timeout -> timed_out(S, Rest);
         Reason -> send_error(S, Reason)
     end.
+
+%% What is left of Data after its first N bytes, as a list of binaries.
+unsent(Data, N) when is_binary(Data) ->
+    [binary_part(Data, N, byte_size(Data) - N)];
+unsent(Data, N) ->
+    drop(erlang:iolist_to_iovec(Data), N).
+
+drop([B | T], N) when byte_size(B) =< N -> drop(T, N - byte_size(B));
+drop([B | T], N) when N > 0 -> [binary_part(B, N, byte_size(B) - N) | T];
+drop(IOV, _) -> IOV.
 
 sent(_S, _IOV, ok) -> ok;
 sent(S, _IOV, {error, {timeout, Rest}}) -> timed_out(S, Rest);
@@ -421,6 +443,10 @@ timeout_result(S) ->
 %% `listen' and `connect' take (`inet', `inet6', `local', `ip', `ifaddr',
 %% `port', `backlog', `tcp_module') are `{error, einval}', as gen_tcp's.
 -spec setopts(socket(), [option()]) -> ok | {error, term()}.
+setopts(S, [{active, A}]) when is_boolean(A); A =:= once;
+                               is_integer(A), A >= -32768, A =< 32767 ->
+    %% the common call (Cowboy's, Ranch's), without the option parsing
+    einval(set_active(S, A));
 setopts(S, Opts) when is_list(Opts) ->
     try
         P = parse(lists:reverse(Opts), #{}),
@@ -556,7 +582,22 @@ shutdown(S, How) ->
 controlling_process(S, Pid) when is_pid(Pid), Pid =:= self() ->
     nifsock:controlling_process(S, Pid);
 controlling_process(S, Pid) when is_pid(Pid) ->
-    case nifsock_nif:tcp_pause(S) of
+    case process_info(self(), message_queue_len) of
+        %% nothing to hand over: a passive socket moves in one call
+        {message_queue_len, 0} -> move(S, Pid, nifsock_nif:tcp_move(S, Pid));
+        _ -> move(S, Pid, nifsock_nif:tcp_pause(S))
+    end;
+controlling_process(S, Pid) ->
+    erlang:error(badarg, [S, Pid]).
+
+%% After tcp_move/2 (ok: moved; a dead Pid: gen_tcp's badarg, the socket stays
+%% the caller's) or tcp_pause/1 ({ok, ...}: paused, still the caller's).
+move(_S, _Pid, ok) ->
+    ok;
+move(_S, _Pid, {error, esrch}) ->
+    {error, badarg};
+move(S, Pid, Paused) ->
+    case Paused of
         {ok, Active, {Data, Closed, _, _}} ->
             ok = hand_over(S, Pid, Data, Closed),
             case nifsock:controlling_process(S, Pid) of
@@ -570,9 +611,7 @@ controlling_process(S, Pid) when is_pid(Pid) ->
             end;
         {error, _} = Error ->
             Error
-    end;
-controlling_process(S, Pid) ->
-    erlang:error(badarg, [S, Pid]).
+    end.
 
 %% The socket's data and closed messages (its tags), in order.
 hand_over(S, Pid, Data, Closed) ->
@@ -586,13 +625,15 @@ hand_over(S, Pid, Data, Closed) ->
 -spec peername(socket()) ->
           {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, term()}.
 peername(S) ->
-    inet_addr(nifsock:peername(S)).
+    %% (a term that is no socket: badarg, raised by the NIF)
+    nifsock_nif:tcp_peername(S).
 
 %% @doc `{ok, {IP, Port}}' of the local end (`{ok, {local, Path}}' on a unix socket, as inet).
 -spec sockname(socket()) ->
           {ok, {inet:ip_address(), inet:port_number()} | {local, binary()}} | {error, term()}.
 sockname(S) ->
-    inet_addr(nifsock:sockname(S)).
+    %% (a term that is no socket: badarg, raised by the NIF)
+    nifsock_nif:tcp_sockname(S).
 
 %% @doc The local port.
 -spec port(socket()) -> {ok, inet:port_number()} | {error, term()}.
@@ -663,10 +704,6 @@ send_pend(S) ->
 
 avg(_Bytes, 0) -> 0;
 avg(Bytes, Count) -> Bytes div Count.
-
-inet_addr({ok, #{family := local, path := Path}}) -> {ok, {local, Path}};
-inet_addr({ok, #{addr := IP, port := Port}}) -> {ok, {IP, Port}};
-inet_addr({error, _} = E) -> E.
 
 %%% ------------------------------------------------------------------
 %%% Option parsing

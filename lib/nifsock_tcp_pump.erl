@@ -19,6 +19,15 @@ for_caller() ->
         Pid -> Pid
     end.
 
+%% The first 16 schedulers' names are literals (no persistent_term lookup:
+%% this runs at every accept and every active setopts).
+-define(NAMES, {nifsock_tcp_pump_1, nifsock_tcp_pump_2, nifsock_tcp_pump_3, nifsock_tcp_pump_4,
+                nifsock_tcp_pump_5, nifsock_tcp_pump_6, nifsock_tcp_pump_7, nifsock_tcp_pump_8,
+                nifsock_tcp_pump_9, nifsock_tcp_pump_10, nifsock_tcp_pump_11, nifsock_tcp_pump_12,
+                nifsock_tcp_pump_13, nifsock_tcp_pump_14, nifsock_tcp_pump_15, nifsock_tcp_pump_16}).
+
+name(N) when N =< tuple_size(?NAMES) ->
+    element(N, ?NAMES);
 name(N) ->
     Key = {?MODULE, N},
     try persistent_term:get(Key)

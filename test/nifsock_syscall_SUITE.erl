@@ -16,10 +16,11 @@
          syscall_linger_owner_death_off_schedulers/1, syscall_linger_gc_off_schedulers/1,
          syscall_linger_inherited_by_accepted/1, syscall_idle_sockets_hold_no_buffer/1,
          syscall_exact_recv_one_binary/1, syscall_blocking_recv_skips_eagain_read/1,
-         syscall_keepalive_readiness_driver/1, syscall_blocked_writer_readiness_driver/1]).
+         syscall_keepalive_readiness_driver/1, syscall_blocked_writer_readiness_driver/1,
+         syscall_close_leaves_epoll_by_itself/1]).
 %% run inside the peer node
 -export([churn_server/3, setopt_loop/2, tos_scenario/0, iolist_scenario/1,
-         linger_scenario/1, idle_server/2, ka_acceptor/3, bw_sender/2]).
+         linger_scenario/1, idle_server/2, ka_acceptor/3, bw_sender/2, waited_server/4]).
 
 -define(CONNS, 512).  % 8 client processes x 64
 -define(KA_CONNS, 64).
@@ -38,7 +39,7 @@ all() ->
      syscall_linger_gc_off_schedulers, syscall_linger_inherited_by_accepted,
      syscall_idle_sockets_hold_no_buffer, syscall_exact_recv_one_binary,
      syscall_blocking_recv_skips_eagain_read, syscall_keepalive_readiness_driver,
-     syscall_blocked_writer_readiness_driver].
+     syscall_blocked_writer_readiness_driver, syscall_close_leaves_epoll_by_itself].
 
 init_per_suite(Config) ->
     case os:find_executable("strace") of
@@ -642,6 +643,73 @@ syscall_blocked_writer_readiness_driver(Config) ->
          ?assert(calls(epoll_ctl, Driver) =< 0.05 * DrvWaits)
      end || Kind <- [nifsock, nifsock_tcp]],
     ok.
+
+%% @doc On the `driver' readiness path, 64 accepted connections each wait
+%% once for their request (so each fd joins nifsock's epoll set) and are
+%% closed: one epoll_ctl per connection (the add), as closing the fd takes it
+%% out of the set; with its `{otp, fd}' read first (another descriptor may
+%% then keep the file open), close removes it itself: two per connection.
+syscall_close_leaves_epoll_by_itself(Config) ->
+    N = ?KA_CONNS,
+    Own = waited_counts(Config, N, false),
+    Shared = waited_counts(Config, N, true),
+    ct:pal("~p connections, epoll_ctl: own fds ~p, {otp, fd} read ~p~nown: ~p~nshared: ~p",
+           [N, calls(epoll_ctl, Own), calls(epoll_ctl, Shared), Own, Shared]),
+    %% the peer's own descriptors (the listener, the distribution link, ERTS's
+    %% timers) add a dozen or so; with an epoll_ctl DEL per close it is 2N+
+    ?assert(calls(epoll_ctl, Own) >= N andalso calls(epoll_ctl, Own) =< N + N div 2),
+    ?assert(calls(epoll_ctl, Shared) >= 2 * N),
+    ?assertEqual(N, calls(sendmsg, Own) - N),
+    ?assertEqual(N, calls(sendmsg, Shared) - N).
+
+%% The system calls of a `driver' peer serving N connections one at a time
+%% with waited_server/4.
+waited_counts(Config, N, ReadFd) ->
+    {Peer, Node} = readiness_peer(driver),
+    Self = self(),
+    Server = spawn(Node, ?MODULE, waited_server, [Self, N, ReadFd, undefined]),
+    Port = receive {port, Server, P} -> P after 10000 -> exit(no_port) end,
+    OsPid = rpc:call(Node, os, getpid, []),
+    {SPort, Out} = strace_attach(Config, OsPid),
+    Server ! go,
+    [waited_client(Port) || _ <- lists:seq(1, N)],
+    receive {served, Server} -> ok after 60000 -> exit(server_stuck) end,
+    Counts = strace_detach(SPort, Out),
+    peer:stop(Peer),
+    Counts.
+
+%% The client sends its request only once the server said hello: the
+%% server's nowait recv before that finds nothing and waits.
+waited_client(Port) ->
+    {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}]),
+    {ok, <<"hello">>} = gen_tcp:recv(S, 5, 10000),
+    ok = gen_tcp:send(S, ?REQ),
+    {ok, _} = gen_tcp:recv(S, byte_size(?REPLY), 10000),
+    gen_tcp:close(S).
+
+%% In the peer: accept, a recv that waits (its fd joins the epoll set), hello,
+%% the request, the reply, close; N times. ReadFd: read `{otp, fd}' first.
+waited_server(Parent, N, ReadFd, undefined) ->
+    {ok, L} = nifsock:open(inet, stream, tcp),
+    ok = nifsock:bind(L, #{family => inet, addr => {127, 0, 0, 1}, port => 0}),
+    ok = nifsock:listen(L, 1024),
+    {ok, #{port := Port}} = nifsock:sockname(L),
+    Parent ! {port, self(), Port},
+    receive go -> ok end,
+    waited_server(Parent, N, ReadFd, L);
+waited_server(Parent, 0, _ReadFd, L) ->
+    ok = nifsock:close(L),
+    Parent ! {served, self()};
+waited_server(Parent, N, ReadFd, L) ->
+    {ok, S} = nifsock:accept(L),
+    _ = ReadFd andalso is_integer(element(2, {ok, _} = nifsock:getopt(S, {otp, fd}))),
+    {select, {select_info, recv, H}} = nifsock:recv(S, 0, nowait),
+    ok = nifsock:send(S, <<"hello">>),
+    receive {'$nifsock', S, select, H} -> ok after 10000 -> exit(no_select) end,
+    {ok, ?REQ} = nifsock:recv(S, 0, nowait),
+    ok = nifsock:send(S, ?REPLY),
+    ok = nifsock:close(S),
+    waited_server(Parent, N - 1, ReadFd, L).
 
 %% {Waits, Counts}: the system calls of a peer (readiness path Readiness)
 %% sending ?BW_ROUNDS rounds, after one uncounted warm-up round.

@@ -56,9 +56,11 @@
          tcp_peer_close_active_partial_packet/1,
          tcp_peer_close_passive/1,
          tcp_recv_on_active_einval/1,
+         tcp_setopts_active_closed_einval/1,
          tcp_controlling_process_moves_delivery/1,
          tcp_controlling_process_not_owner/1,
          tcp_controlling_process_dead_pid/1,
+         tcp_controlling_process_passive_owner_exit/1,
          tcp_controlling_process_while_streaming/1,
          tcp_controlling_process_flip_stress/1,
          tcp_controlling_process_no_late_messages/1,
@@ -109,6 +111,9 @@
          tcp_send_timeout_keeps_rest/1,
          tcp_send_binary_waits_for_peer/1,
          tcp_send_binary_timeout_keeps_tail/1,
+         tcp_send_iodata_shapes/1,
+         tcp_send_iodata_waits_for_peer/1,
+         tcp_send_iodata_timeout_keeps_tail/1,
          tcp_send_timeout_close_closes/1,
          tcp_close_flushes_closed_message/1,
          tcp_controlling_process_hands_over_queued/1,
@@ -187,9 +192,11 @@ cases() ->
      tcp_peer_close_active_partial_packet,
      tcp_peer_close_passive,
      tcp_recv_on_active_einval,
+     tcp_setopts_active_closed_einval,
      tcp_controlling_process_moves_delivery,
      tcp_controlling_process_not_owner,
      tcp_controlling_process_dead_pid,
+     tcp_controlling_process_passive_owner_exit,
      tcp_controlling_process_while_streaming,
      tcp_controlling_process_flip_stress,
      tcp_controlling_process_no_late_messages,
@@ -241,6 +248,9 @@ cases() ->
      tcp_send_timeout_keeps_rest,
      tcp_send_binary_waits_for_peer,
      tcp_send_binary_timeout_keeps_tail,
+     tcp_send_iodata_shapes,
+     tcp_send_iodata_waits_for_peer,
+     tcp_send_iodata_timeout_keeps_tail,
      tcp_send_timeout_close_closes,
      tcp_close_flushes_closed_message,
      tcp_controlling_process_hands_over_queued,
@@ -862,6 +872,15 @@ tcp_peer_close_passive(Config) ->
     true = E =:= closed orelse E =:= enotconn,
     close_all(M, [S]).
 
+%% setopts of the active mode alone on a closed socket is {error, einval}, as of any option with it.
+tcp_setopts_active_closed_einval(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    ok = M:close(S),
+    [{error, einval} = setopts(Config, S, Opts)
+     || A <- [true, false, once, 5, -1], Opts <- [[{active, A}], [{active, A}, {nodelay, true}]]],
+    gen_tcp:close(Peer).
+
 %% recv on an active socket (true, once, N) is {error, einval}.
 tcp_recv_on_active_einval(Config) ->
     M = mod(Config),
@@ -941,6 +960,26 @@ tcp_controlling_process_dead_pid(Config) ->
     ok = M:send(S, <<"back">>),
     {ok, <<"back">>} = gen_tcp:recv(Peer, 4, 5000),
     close_all(M, [S]), gen_tcp:close(Peer).
+
+%% A passive socket given away with nothing in our mailbox: to a dead pid, {error, badarg} and it stays ours and works; to a live process, that process owns it: its exit closes the socket (the peer reads the end of the stream).
+tcp_controlling_process_passive_owner_exit(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    _ = flush_all(),
+    Dead = spawn(fun() -> ok end),
+    Ref = erlang:monitor(process, Dead),
+    receive {'DOWN', Ref, process, Dead, _} -> ok end,
+    {error, badarg} = M:controlling_process(S, Dead),
+    ok = M:send(S, <<"ours">>),
+    {ok, <<"ours">>} = gen_tcp:recv(Peer, 4, 5000),
+    Owner = spawn(fun() -> receive stop -> ok end end),
+    ORef = erlang:monitor(process, Owner),
+    ok = M:controlling_process(S, Owner),
+    {error, not_owner} = M:controlling_process(S, self()),
+    Owner ! stop,
+    receive {'DOWN', ORef, process, Owner, _} -> ok end,
+    {error, closed} = gen_tcp:recv(Peer, 0, 5000),
+    gen_tcp:close(Peer).
 
 %% Ownership changes while data streams in: old owner's messages then new owner's are the whole stream, in order.
 tcp_controlling_process_while_streaming(Config) ->
@@ -1971,14 +2010,71 @@ tcp_send_binary_timeout_keeps_tail(Config) ->
 
 %% 64 KiB binaries, each its own bytes, until a send times out; the binaries
 %% sent (the timed-out one included).
-send_chunks_until_timeout(_M, _S, 1000, _Acc) ->
-    ct:fail(never_timed_out);
 send_chunks_until_timeout(M, S, I, Acc) ->
+    send_chunks_until_timeout(M, S, I, Acc, fun(Chunk) -> Chunk end).
+
+%% The same, each chunk sent as Shape(Chunk) (iodata of its bytes).
+send_chunks_until_timeout(_M, _S, 1000, _Acc, _Shape) ->
+    ct:fail(never_timed_out);
+send_chunks_until_timeout(M, S, I, Acc, Shape) ->
     Chunk = << <<((I + J) rem 251)>> || J <- lists:seq(1, 65536) >>,
-    case M:send(S, Chunk) of
-        ok -> send_chunks_until_timeout(M, S, I + 1, [Chunk | Acc]);
+    case M:send(S, Shape(Chunk)) of
+        ok -> send_chunks_until_timeout(M, S, I + 1, [Chunk | Acc], Shape);
         {error, timeout} -> lists:reverse([Chunk | Acc])
     end.
+
+%% Iodata of every shape arrives as its bytes, in order: nested lists of binaries (a Cowboy response's shape), a binary tail, empty binaries and lists, byte integers, more than 64 binaries, lists nested deeper than 16, small and larger binaries interleaved.
+tcp_send_iodata_shapes(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    Many = [<<I>> || I <- lists:seq(1, 100)],
+    Deep = lists:foldl(fun(I, Acc) -> [<<I>>, Acc, <<"|">>] end, <<"core">>, lists:seq(1, 40)),
+    Shapes = [[[<<"HTTP/1.1">>, <<" ">>, <<"200 OK">>, <<"\r\n">>,
+                [[<<"server">>, <<": ">>, <<"Cowboy">>, <<"\r\n">>]], <<"\r\n">>],
+               <<"Hello world!">>],
+              [<<"head">> | <<"tail">>],
+              [[], <<>>, [[<<>>]], <<"x">>, [[] | <<"y">>]],
+              [<<"ab">>, $c, [$d, <<"ef">>] | <<"g">>],
+              Many, [Many, [Many]], Deep, [], [[[]]],
+              %% small and larger binaries interleaved, more small bytes than
+              %% nifsock's 1 KiB gather buffer holds
+              [[binary:copy(<<I>>, 100), binary:copy(<<(I + 100)>>, 300)] || I <- lists:seq(1, 12)]],
+    [begin
+         ok = M:send(S, Data),
+         ok = M:send(S, <<"$">>),
+         Want = <<(iolist_to_binary(Data))/binary, "$">>,
+         Want = read_bytes(Peer, byte_size(Want), [])
+     end || Data <- Shapes],
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% Iodata larger than both socket buffers (nested lists of 48 binaries) is sent whole once the peer reads: send/2 waits for room and writes the rest in order.
+tcp_send_iodata_waits_for_peer(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {sndbuf, 16384}]),
+    ok = inet:setopts(Peer, [{recbuf, 16384}]),
+    Big = pattern(24 * 65536),
+    Data = [[binary_part(Big, I * 65536, 32768), [binary_part(Big, I * 65536 + 32768, 32768)]]
+            || I <- lists:seq(0, 23)],
+    Self = self(),
+    spawn_link(fun() -> Self ! {read, read_bytes(Peer, byte_size(Big), [])} end),
+    ok = M:send(S, Data),
+    receive {read, Got} -> Big = Got after 30000 -> ct:fail(reader_stuck) end,
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% Iodata sends (nested lists of binaries) to a peer that doesn't read end in {error, timeout}; the timed-out send's unwritten rest stays queued, so the peer then reads every chunk whole, in order, followed by what the next send writes.
+tcp_send_iodata_timeout_keeps_tail(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {send_timeout, 200}, {sndbuf, 16384}]),
+    ok = inet:setopts(Peer, [{recbuf, 16384}]),
+    Shape = fun(<<A:1000/binary, B:30000/binary, C/binary>>) -> [[A], [[B], C]] end,
+    Sent = send_chunks_until_timeout(M, S, 1, [], Shape),
+    ok = setopts(Config, S, [{send_timeout, 30000}]),
+    Expected = iolist_to_binary([Sent, <<"end">>]),
+    Self = self(),
+    spawn_link(fun() -> Self ! {read, read_bytes(Peer, byte_size(Expected), [])} end),
+    ok = M:send(S, [[<<"e">>], <<"nd">>]),
+    receive {read, Got} -> Expected = Got after 30000 -> ct:fail(reader_stuck) end,
+    close_all(M, [S]), gen_tcp:close(Peer).
 
 %% N bytes that differ from one offset to the next (a misplaced byte shows).
 pattern(N) ->

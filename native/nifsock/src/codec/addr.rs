@@ -209,6 +209,29 @@ pub fn encode<'a>(env: Env<'a>, a: &SockAddr) -> Term<'a> {
     )
 }
 
+/// inet's form of an address (gen_tcp's peername/sockname): `{IP, Port}`,
+/// or `{local, Path}`.
+pub fn encode_inet<'a>(env: Env<'a>, a: &SockAddr) -> Term<'a> {
+    match a.as_socket() {
+        Some(SocketAddr::V4(v4)) => {
+            let o = v4.ip().octets();
+            ((o[0], o[1], o[2], o[3]), v4.port()).encode(env)
+        }
+        Some(SocketAddr::V6(v6)) => {
+            let s = v6.ip().segments();
+            let ip = rustler::types::tuple::make_tuple(env, &s.map(|x| x.encode(env)));
+            (ip, v6.port()).encode(env)
+        }
+        None => {
+            let path = crate::core::unix_path::from_addr(a);
+            let mut bin = rustler::NewBinary::new(env, path.len());
+            bin.as_mut_slice().copy_from_slice(&path);
+            let path: Term = bin.into();
+            (atoms::local(), path).encode(env)
+        }
+    }
+}
+
 fn map<'a>(env: Env<'a>, kv: &[(Atom, Term<'a>)]) -> Term<'a> {
     let keys: Vec<Term> = kv.iter().map(|(k, _)| k.encode(env)).collect();
     let vals: Vec<Term> = kv.iter().map(|(_, v)| *v).collect();

@@ -45,7 +45,10 @@ pub fn close(ctx: Ctx, obj: Obj<'_, Socket>) -> Result<Closed> {
         // Likewise a write wait armed there (its writer gets the abort).
         let wr_armed = readiness::cancel(&mut st, Dir::Write);
         if rd_armed.is_some() {
-            rd_slot = readiness::unregister(&mut st, s.with_fd(|fd| fd).ok());
+            // The fd leaves the set by itself when closed (its open file is
+            // released), unless another descriptor keeps that file open.
+            let fd = s.with_fd(|fd| fd).ok().filter(|_| s.fd_shared());
+            rd_slot = readiness::unregister(&mut st, fd);
         }
         if let Some(m) = st.owner_mon.take() {
             msg::demonitor(ctx.raw(), obj, &m);

@@ -4,11 +4,12 @@
 use rustler::{Binary, Encoder, Env, NifResult, Term};
 
 use crate::atoms;
+use crate::codec::addr;
 use crate::codec::args::{self, Mode, Sock};
 use crate::codec::{reply, tcp as codec};
 use crate::core::packet::Packet;
-use crate::ops::{send, tcp};
-use crate::sys::iovec::IoVec;
+use crate::ops::{owner, send, tcp};
+use crate::sys::iovec::{Gathered, IoVec};
 use crate::sys::msg;
 
 fn pump_pid(pump: Term) -> NifResult<rustler::sys::ErlNifPid> {
@@ -145,12 +146,14 @@ fn tcp_send_info<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
     codec::send_info(env, &tcp::format::send_info(sock))
 }
 
-/// `nifsock_tcp:send/2` of a binary in one call when nothing is to be added
-/// or written first (no `{packet, N}` header, nothing queued by a timed-out
-/// send) and `send_timeout` is not 0: then it is
-/// `nifsock_nif:send(S, IOV, [], Handle, wait)`, with `{select, N, Timeout}`
-/// for its `{select, N}` (the caller's wait needs the timeout). Otherwise it
-/// sends nothing and returns `tcp_send_info`'s `{Packet, Timeout, Queued}`.
+/// `nifsock_tcp:send/2` of a binary (as `[Bin]`) or of an iolist of nested
+/// lists of binaries (at most `GATHER_MAX` of them, no byte integers) in one
+/// call when nothing is to be added or written first (no `{packet, N}`
+/// header, nothing queued by a timed-out send) and `send_timeout` is not 0:
+/// then it is `nifsock_nif:send(S, iolist_to_iovec(Data), [], Handle, wait)`,
+/// with `{select, N, Timeout}` for its `{select, N}` (the caller's wait needs
+/// the timeout). Otherwise it sends nothing and returns `tcp_send_info`'s
+/// `{Packet, Timeout, Queued}`.
 #[rustler::nif]
 fn tcp_send<'a>(
     env: Env<'a>,
@@ -162,11 +165,35 @@ fn tcp_send<'a>(
     if matches!(info.packet, Packet::Len(_)) || info.queued || info.send_timeout == Some(0) {
         return Ok(codec::send_info(env, &info));
     }
-    match send::send(env, sock, iov, 0, handle, Mode::Wait) {
+    // An iolist of nested lists of binaries (Cowboy's responses) goes out as
+    // it is; anything else comes back for erlang:iolist_to_iovec/1's path.
+    let Some(entries) = Gathered::walk(iov) else {
+        return Ok(codec::send_info(env, &info));
+    };
+    let sent = entries.with_entries(|e| send::send_entries(env, sock, e, 0, handle, Mode::Wait));
+    match sent {
         // the caller's wait needs the timeout
         Ok(send::Outcome::Select(n)) => Ok(codec::send_select(env, n, info.send_timeout)),
         r => super::io::sent(env, r),
     }
+}
+
+/// `nifsock_tcp:peername/1`: `{ok, {IP, Port}}` or `{ok, {local, Path}}`.
+#[rustler::nif]
+fn tcp_peername<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    reply::value(
+        env,
+        owner::peername(sock).map(|a| addr::encode_inet(env, &a)),
+    )
+}
+
+/// `nifsock_tcp:sockname/1`: `{ok, {IP, Port}}` or `{ok, {local, Path}}`.
+#[rustler::nif]
+fn tcp_sockname<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
+    reply::value(
+        env,
+        owner::sockname(sock).map(|a| addr::encode_inet(env, &a)),
+    )
 }
 
 #[rustler::nif]
@@ -193,6 +220,19 @@ fn tcp_recv<'a>(
 fn tcp_pause<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
     match tcp::active::pause(env, sock) {
         Ok((active, tags)) => Ok(codec::paused(env, active, &tags)),
+        Err(e) => reply::error(env, e),
+    }
+}
+
+/// controlling_process with nothing in the caller's mailbox: `ok` once a
+/// passive socket is `Pid`'s, or tcp_pause/1's `{ok, ModeToRestore, Tags}`
+/// for an active one (paused, still the caller's).
+#[rustler::nif]
+fn tcp_move<'a>(env: Env<'a>, sock: Sock<'a>, pid: Term<'a>) -> NifResult<Term<'a>> {
+    let new = msg::pid_of(pid).ok_or(rustler::Error::BadArg)?;
+    match tcp::active::pause_or_move(env, sock, &new) {
+        Ok(None) => Ok(atoms::ok().encode(env)),
+        Ok(Some((active, tags))) => Ok(codec::paused(env, active, &tags)),
         Err(e) => reply::error(env, e),
     }
 }

@@ -96,7 +96,10 @@ pub fn adopt<'a>(env: Env<'a>, fd: RawFd, dup: bool) -> Result<Sock<'a>> {
         }
         return Err(Error::Os(e));
     }
-    wrap(env, own, family, may_block, TcpOpts::default())
+    let sock = wrap(env, own, family, may_block, TcpOpts::default())?;
+    // the caller's fd (or, not dup'ed, the fd itself) stays theirs too
+    sock.s.share_fd();
+    Ok(sock)
 }
 
 /// accept4 on listener `l`: a new socket, `Select` (wait for readiness), or an error.

@@ -99,6 +99,9 @@ pub fn attach(env: Env<'_>, obj: Obj<'_, Socket>, port: usize) -> Result<()> {
         }
         let fd = s.with_fd(syscall::dup_cloexec)?.map_err(Error::Os)?;
         stats::FDS.up();
+        // The dup keeps the open file (and so its registration in nifsock's
+        // epoll set) alive after the close below: the close must DEL it.
+        s.share_fd();
         (fd, std::mem::take(&mut st.pending))
     };
     if let Err((fd, _)) = distdrv::park(port, fd, pending) {

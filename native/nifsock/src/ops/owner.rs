@@ -9,7 +9,7 @@ use crate::codec::args::Sock;
 use crate::core::family::Family;
 use crate::core::traffic::Traffic;
 use crate::error::{Error, Result};
-use crate::socket::{Phase, Waiters};
+use crate::socket::{Phase, State, Waiters};
 use crate::sys::env::EnvRef;
 use crate::sys::msg;
 use crate::sys::syscall;
@@ -30,6 +30,13 @@ pub fn controlling_process(env: Env, sock: Sock, new: &ErlNifPid) -> Result<()> 
     if msg::same_pid(new, &caller) {
         return Ok(());
     }
+    transfer(env, sock, &mut st, new)
+}
+
+/// Makes `new` the owner of the socket whose state `st` is (locked by the
+/// caller, the owner, who holds the delivery lock too): the owner monitor
+/// moves to it. `esrch` for a dead `new` (then nothing changes).
+pub fn transfer(env: Env, sock: Sock, st: &mut State, new: &ErlNifPid) -> Result<()> {
     let Some(mon) = msg::monitor(EnvRef::of(env), sock.obj, new) else {
         return Err(Error::Os(libc::ESRCH));
     };

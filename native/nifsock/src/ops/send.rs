@@ -76,6 +76,19 @@ pub fn send<'a>(
     mode: Mode,
 ) -> Result<Outcome, Failed> {
     let iov = IoVec::inspect(env, iov).ok_or((Error::BadArg, 0))?;
+    send_entries(env, sock, iov.entries(), flags, handle, mode)
+}
+
+/// [`send`] of entries the caller has inspected already (an [`IoVec`] or a
+/// [`Gathered`](crate::sys::iovec::Gathered) iolist), borrowed from `env`.
+pub fn send_entries<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    entries: &[libc::iovec],
+    flags: i32,
+    handle: Term<'a>,
+    mode: Mode,
+) -> Result<Outcome, Failed> {
     let caller = msg::self_pid(env).ok_or((Error::BadArg, 0))?;
     // Held until this send is done or registered as the current writer.
     let _turn = sock.s.write_turn();
@@ -84,7 +97,7 @@ pub fn send<'a>(
         Sent::Partial(0)
     } else {
         sock.s
-            .with_fd(|fd| write_all(sock.s, fd, iov.entries(), flags))
+            .with_fd(|fd| write_all(sock.s, fd, entries, flags))
             .map_err(|e| (e, 0))?
     };
     match sent {

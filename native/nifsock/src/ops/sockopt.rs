@@ -87,7 +87,11 @@ pub fn get(s: &Socket, target: Target) -> Result<OptValue> {
     let mut buf = [0u8; MAX_OPT_LEN];
     match target {
         Target::OtpRcvbuf => Ok(OptValue::Rcvbuf(s.rcvbuf())),
-        Target::OtpFd => s.with_fd(OptValue::Fd),
+        Target::OtpFd => {
+            // the caller may dup it, or hand it on
+            s.share_fd();
+            s.with_fd(OptValue::Fd)
+        }
         Target::OtpDomain => Ok(OptValue::Domain(s.family)),
         Target::Raw(level, opt) => {
             let n = get_raw(s, level, opt, &mut buf)?;

@@ -98,8 +98,14 @@ pub fn cancel(st: &mut State, dir: Dir) -> Option<bool> {
     }
 }
 
-/// Takes the socket out of the set at close (`fd` still open). Returns the
-/// slot's reference, for the caller to drop once it holds no socket lock.
+/// Takes the socket out of the set at close: frees its slot and, given `fd`
+/// (still open), removes the fd from the epoll set. Without it, closing the
+/// fd does that (epoll drops a registration when the open file is released):
+/// one epoll_ctl less per connection. Until then, and for a file another
+/// descriptor keeps open, its edges carry the freed slot's key, which no
+/// longer matches (`set::lookup`: the generation moved on) and is ignored.
+/// Returns the slot's reference, for the caller to drop once it holds no
+/// socket lock.
 pub fn unregister(st: &mut State, fd: Option<RawFd>) -> Option<Kept<Socket>> {
     let k = st.rd.key.take()?;
     st.rd.armed = false;

@@ -207,6 +207,10 @@ pub struct Socket {
     /// once; the reads after it see the end of the stream, which gen_tcp's
     /// `show_econnreset` still reports as the reset.
     peer_reset: AtomicBool,
+    /// Another descriptor may refer to the fd's open file (an adopted fd, or
+    /// one `{otp, fd}` handed out): close must then take it out of the
+    /// readiness set itself, as closing the fd won't (see `readiness::unregister`).
+    fd_shared: AtomicBool,
     state: Mutex<State>,
     /// Serialises active deliveries so messages keep the stream's order.
     delivery: Mutex<()>,
@@ -230,6 +234,7 @@ impl Socket {
             last_read: AtomicUsize::new(0),
             drained: AtomicBool::new(false),
             peer_reset: AtomicBool::new(false),
+            fd_shared: AtomicBool::new(false),
             state: Mutex::new(State {
                 phase: Phase::Open,
                 selected: false,
@@ -292,6 +297,16 @@ impl Socket {
     /// Whether the last reads were large (read straight into binaries).
     pub fn streaming(&self) -> bool {
         self.last_read.load(Ordering::Relaxed) >= STREAM_THRESHOLD
+    }
+
+    /// Records that another descriptor may refer to the fd's open file.
+    pub fn share_fd(&self) {
+        self.fd_shared.store(true, Ordering::Release);
+    }
+
+    /// Whether another descriptor may refer to the fd's open file.
+    pub fn fd_shared(&self) -> bool {
+        self.fd_shared.load(Ordering::Acquire)
     }
 
     /// Records that a send met the peer's reset.

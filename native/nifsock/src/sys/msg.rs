@@ -32,9 +32,18 @@ impl Monitor {
     }
 }
 
-/// Compares two pids for identity.
+/// Compares two pids for identity. The same term is the same pid (a local
+/// pid is an immediate, so that is the common answer, with no call into
+/// ERTS); otherwise ERTS compares them.
 pub fn same_pid(a: &ErlNifPid, b: &ErlNifPid) -> bool {
-    LocalPid::from_c_arg(*a) == LocalPid::from_c_arg(*b)
+    // SAFETY: ErlNifPid is #[repr(C)] with one field, the pid's ERL_NIF_TERM
+    // (erl_nif.h's `typedef struct { ERL_NIF_TERM pid; } ErlNifPid`): reading
+    // that word through a cast pointer to the struct is a plain copy.
+    let same_term = unsafe {
+        *std::ptr::from_ref(a).cast::<rustler::sys::ErlNifTerm>()
+            == *std::ptr::from_ref(b).cast::<rustler::sys::ErlNifTerm>()
+    };
+    same_term || LocalPid::from_c_arg(*a) == LocalPid::from_c_arg(*b)
 }
 
 /// The pid of the process calling the NIF (None off a process env).

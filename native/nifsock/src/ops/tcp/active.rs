@@ -461,6 +461,36 @@ pub fn set_active<'a>(
     Ok(())
 }
 
+/// `nifsock_tcp:controlling_process/2` when the caller's mailbox is empty
+/// (no message of the socket to hand over): a passive socket is moved to
+/// `new` at once (None: done, or `esrch` for a dead `new`); an active one is
+/// paused, as by [`pause`], for the caller to go on as it does after it.
+pub fn pause_or_move(env: Env, sock: Sock, new: &ErlNifPid) -> Result<Option<(Active, Tags)>> {
+    let caller = msg::self_pid(env).ok_or(Error::BadArg)?;
+    let _serial = sock.s.delivery_lock();
+    let mut guard = sock.s.lock();
+    let st = &mut *guard;
+    if st.phase != Phase::Open {
+        return Err(Error::Closed);
+    }
+    if !msg::same_pid(&st.owner, &caller) {
+        return Err(Error::NotOwner);
+    }
+    let slot = if st.listening {
+        &mut st.tcp.accept_active
+    } else {
+        &mut st.tcp.active
+    };
+    if *slot == Active::Off {
+        if msg::same_pid(new, &caller) {
+            return Ok(None);
+        }
+        return crate::ops::owner::transfer(env, sock, st, new).map(|()| None);
+    }
+    let old = std::mem::replace(slot, Active::Off);
+    Ok(Some((old, st.tcp.tags)))
+}
+
 /// The first step of `nifsock_tcp:controlling_process/2`, as gen_tcp's: the
 /// owner makes the socket passive (waiting out a delivery in progress), so
 /// no message arrives while it hands over the ones already in its mailbox,

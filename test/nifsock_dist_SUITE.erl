@@ -15,6 +15,7 @@
 
 -include_lib("common_test/include/ct.hrl").
 -include_lib("stdlib/include/assert.hrl").
+-include_lib("kernel/include/file.hrl").
 
 -export([all/0, groups/0, suite/0, init_per_group/2, end_per_group/2,
          init_per_testcase/2, end_per_testcase/2]).
@@ -25,12 +26,13 @@
          dist_connection_options/1, dist_ticks/1, dist_check_ip/1,
          dist_interleaved_large_and_small_in_order/1, dist_nodedown_with_data_in_flight/1,
          dist_tiny_reads_frame_intact/1, dist_streams_and_round_trips_alternate/1,
-         dist_fd_count_restored_after_nodedown/1]).
+         dist_fd_count_restored_after_nodedown/1, dist_no_stale_epoll_registration/1]).
 %% run inside the peers
 -export([big_exchange/2, big_peer/1, small_exchange/2, small_peer/2, watch_node/1,
          await_nodedown/1, socket_count/0, await_no_connection/2,
          mixed_exchange/2, mixed_peer/2, start_flood/1, flood_peer/2, dist_ctrl/1,
-         await_connection_gone/3, phases/2, echo/0, fd_count/0, await_fd_count/2]).
+         await_connection_gone/3, phases/2, echo/0, fd_count/0, await_fd_count/2,
+         stale_epoll_entries/0, await_no_connection_nodes/1]).
 
 -define(T, 30000).
 -define(BIG, (10 * 1024 * 1024)).
@@ -49,7 +51,7 @@ groups() ->
              dist_connection_options, dist_ticks, dist_check_ip,
              dist_interleaved_large_and_small_in_order, dist_nodedown_with_data_in_flight,
              dist_tiny_reads_frame_intact, dist_streams_and_round_trips_alternate,
-             dist_fd_count_restored_after_nodedown],
+             dist_fd_count_restored_after_nodedown, dist_no_stale_epoll_registration],
     [{port, [], Cases}, {process, [], Cases}].
 
 init_per_group(Carrier, Config) ->
@@ -581,6 +583,26 @@ await_no_connection(Expected, Timeout) ->
         _ -> timer:sleep(20), await_no_connection(Expected, Timeout - 20)
     end.
 
+%% @doc After connections are set up, used and taken down again, no epoll set of
+%% the node (ERTS's, nifsock's) still holds a registration of a file no fd of
+%% the node refers to (as a socket's registration would if its close left it
+%% there, e.g. the port carrier's handed-over socket, whose dup keeps its
+%% open file alive).
+dist_no_stale_epoll_registration(_Config) ->
+    [begin
+         {PA, _A} = start_node(C),
+         {PB, B} = start_node(C),
+         ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+         ?assertEqual(ok, peer:call(PA, ?MODULE, small_exchange, [B, 1000], 60000)),
+         ?assertEqual({C, []}, {C, peer:call(PA, ?MODULE, stale_epoll_entries, [], ?T)}),
+         ?assertEqual({C, []}, {C, peer:call(PB, ?MODULE, stale_epoll_entries, [], ?T)}),
+         true = peer:call(PA, erlang, disconnect_node, [B], ?T),
+         ok = peer:call(PA, ?MODULE, await_no_connection_nodes, [10000], ?T),
+         ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+         ?assertEqual({C, []}, {C, peer:call(PA, ?MODULE, stale_epoll_entries, [], ?T)})
+     end || C <- [inet_tcp, nifsock]],
+    ok.
+
 %%% ------------------------------------------------------------------
 %%% Helpers
 
@@ -610,3 +632,40 @@ group_carrier() ->
 
 strip_stack({badrpc, {'EXIT', {Reason, _Stack}}}) -> {badrpc, {'EXIT', {Reason, '_'}}};
 strip_stack(Other) -> Other.
+
+%% @doc In a peer: the registrations of this node's epoll sets whose target
+%% is no open fd of the node with that inode: `[{EpollFd, TargetFd, Inode}]'.
+stale_epoll_entries() ->
+    {ok, Names} = file:list_dir("/proc/self/fd"),
+    Fds = [list_to_integer(N) || N <- Names],
+    Epolls = [Fd || Fd <- Fds,
+                    file:read_link("/proc/self/fd/" ++ integer_to_list(Fd)) =:=
+                        {ok, "anon_inode:[eventpoll]"}],
+    [{Ep, Tfd, Ino} || Ep <- Epolls, {Tfd, Ino} <- epoll_targets(Ep),
+                       fd_inode(Tfd) =/= {ok, Ino}].
+
+epoll_targets(Ep) ->
+    case file:read_file("/proc/self/fdinfo/" ++ integer_to_list(Ep)) of
+        {ok, Info} ->
+            [{binary_to_integer(Tfd), binary_to_integer(Ino, 16)}
+             || Line <- binary:split(Info, <<"\n">>, [global]),
+                {match, [Tfd, Ino]} <- [re:run(Line, "^tfd:\\s+(\\d+).*\\sino:([0-9a-f]+)",
+                                               [{capture, all_but_first, binary}])]];
+        {error, _} ->
+            [] % closed since the listing
+    end.
+
+fd_inode(Fd) ->
+    case file:read_file_info("/proc/self/fd/" ++ integer_to_list(Fd)) of
+        {ok, #file_info{inode = Ino}} -> {ok, Ino};
+        Error -> Error
+    end.
+
+%% @doc In a peer: waits until no node is connected.
+await_no_connection_nodes(Timeout) when Timeout =< 0 ->
+    {still, nodes()};
+await_no_connection_nodes(Timeout) ->
+    case nodes() of
+        [] -> ok;
+        _ -> timer:sleep(20), await_no_connection_nodes(Timeout - 20)
+    end.

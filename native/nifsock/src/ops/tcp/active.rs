@@ -14,7 +14,7 @@ use crate::lifecycle;
 use crate::ops::scratch_read;
 use crate::readiness;
 use crate::socket::TcpOpts;
-use crate::socket::{Active, Phase, Socket, Tags};
+use crate::socket::{Active, Phase, Socket, State, Tags};
 use crate::stats;
 use crate::sys::drvsend::{DrvBin, Spec};
 use crate::sys::msg;
@@ -470,17 +470,7 @@ pub fn pause_or_move(env: Env, sock: Sock, new: &ErlNifPid) -> Result<Option<(Ac
     let _serial = sock.s.delivery_lock();
     let mut guard = sock.s.lock();
     let st = &mut *guard;
-    if st.phase != Phase::Open {
-        return Err(Error::Closed);
-    }
-    if !msg::same_pid(&st.owner, &caller) {
-        return Err(Error::NotOwner);
-    }
-    let slot = if st.listening {
-        &mut st.tcp.accept_active
-    } else {
-        &mut st.tcp.active
-    };
+    let slot = owned_mode(st, &caller)?;
     if *slot == Active::Off {
         if msg::same_pid(new, &caller) {
             return Ok(None);
@@ -502,17 +492,22 @@ pub fn pause(env: Env, sock: Sock) -> Result<(Active, Tags)> {
     let _serial = sock.s.delivery_lock();
     let mut guard = sock.s.lock();
     let st = &mut *guard;
+    let old = std::mem::replace(owned_mode(st, &caller)?, Active::Off);
+    Ok((old, st.tcp.tags))
+}
+
+/// The active mode `pause` and `pause_or_move` change (a listener's: the
+/// mode it passes on), once the socket is open and `caller` owns it.
+fn owned_mode<'s>(st: &'s mut State, caller: &ErlNifPid) -> Result<&'s mut Active> {
     if st.phase != Phase::Open {
         return Err(Error::Closed);
     }
-    if !msg::same_pid(&st.owner, &caller) {
+    if !msg::same_pid(&st.owner, caller) {
         return Err(Error::NotOwner);
     }
-    let slot = if st.listening {
+    Ok(if st.listening {
         &mut st.tcp.accept_active
     } else {
         &mut st.tcp.active
-    };
-    let old = std::mem::replace(slot, Active::Off);
-    Ok((old, st.tcp.tags))
+    })
 }

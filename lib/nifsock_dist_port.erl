@@ -28,6 +28,7 @@
 %% @doc A dist port for a new connection, or an error (the driver did not load).
 -spec open() -> {ok, port()} | {error, term()}.
 open() ->
+    ok = hold_driver(),
     case nifsock_readiness:load_driver() =:= ok orelse loaded() of
         true ->
             try open_port({spawn_driver, ?DRIVER ++ " dist"}, [binary]) of
@@ -38,6 +39,40 @@ open() ->
         false ->
             {error, no_driver}
     end.
+
+%% erl_ddll unloads a driver loaded with load_driver/2 when the last process
+%% that loaded it exits, and kills its ports then (reason `driver_unloaded').
+%% On the driver readiness path nifsock_readiness holds it for the node's
+%% life; a connection's own load (the process that opens the port) is not
+%% enough on the others: the last connection's process exiting would kill
+%% its port before the link's reason (`net_tick_timeout', ...) reaches it,
+%% and that reason would be the nodedown's. So a holder process, started
+%% by the first connection and never linked, keeps the driver loaded for
+%% the node (it registers only once loaded: a second holder that loses the
+%% name exits, the first already holds the driver).
+-define(HOLDER, nifsock_dist_driver).
+
+hold_driver() ->
+    case whereis(?HOLDER) of
+        undefined ->
+            Caller = self(),
+            {Pid, Ref} = spawn_monitor(fun() -> holder(Caller) end),
+            receive
+                {Pid, held} -> erlang:demonitor(Ref, [flush]), ok;
+                {'DOWN', Ref, process, Pid, _} -> ok
+            end;
+        _ ->
+            ok
+    end.
+
+holder(Caller) ->
+    Held = nifsock_readiness:load_driver() =:= ok andalso
+               (catch register(?HOLDER, self())) =:= true,
+    Caller ! {self(), held},
+    Held andalso holder_loop().
+
+holder_loop() ->
+    receive _ -> holder_loop() end.
 
 %% After an upgrade the code path's priv dir is the new copy's, but the
 %% driver stays the one loaded from the old file (erl_ddll refuses the same

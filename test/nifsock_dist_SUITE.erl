@@ -26,13 +26,14 @@
          dist_connection_options/1, dist_ticks/1, dist_check_ip/1,
          dist_interleaved_large_and_small_in_order/1, dist_nodedown_with_data_in_flight/1,
          dist_tiny_reads_frame_intact/1, dist_streams_and_round_trips_alternate/1,
-         dist_fd_count_restored_after_nodedown/1, dist_no_stale_epoll_registration/1]).
+         dist_fd_count_restored_after_nodedown/1, dist_no_stale_epoll_registration/1,
+         dist_port_driver_outlives_connections/1]).
 %% run inside the peers
 -export([big_exchange/2, big_peer/1, small_exchange/2, small_peer/2, watch_node/1,
          await_nodedown/1, socket_count/0, await_no_connection/2,
          mixed_exchange/2, mixed_peer/2, start_flood/1, flood_peer/2, dist_ctrl/1,
          await_connection_gone/3, phases/2, echo/0, fd_count/0, await_fd_count/2,
-         stale_epoll_entries/0, await_no_connection_nodes/1]).
+         stale_epoll_entries/0, await_no_connection_nodes/1, await_driver_unloaded/2]).
 
 -define(T, 30000).
 -define(BIG, (10 * 1024 * 1024)).
@@ -52,7 +53,7 @@ groups() ->
              dist_interleaved_large_and_small_in_order, dist_nodedown_with_data_in_flight,
              dist_tiny_reads_frame_intact, dist_streams_and_round_trips_alternate,
              dist_fd_count_restored_after_nodedown, dist_no_stale_epoll_registration],
-    [{port, [], Cases}, {process, [], Cases}].
+    [{port, [], Cases ++ [dist_port_driver_outlives_connections]}, {process, [], Cases}].
 
 init_per_group(Carrier, Config) ->
     [{dist_carrier, Carrier} | Config].
@@ -603,6 +604,27 @@ dist_no_stale_epoll_registration(_Config) ->
      end || C <- [inet_tcp, nifsock]],
     ok.
 
+%% @doc Port carrier, on the select readiness path (where no readiness port
+%% holds nifsock's driver): the driver stays loaded after every connection
+%% and its processes are gone (erl_ddll would otherwise unload it with the
+%% last of them, killing a dying connection's port with `driver_unloaded'
+%% before its own reason reaches it), and the next connection is a port again.
+dist_port_driver_outlives_connections(_Config) ->
+    Select = ["-nifsock", "readiness", "select"],
+    {PA, _A} = start_node(nifsock, "nifsock_dist_suite", Select),
+    {_PB, B} = start_node(nifsock, "nifsock_dist_suite", Select),
+    ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+    [{B, Ctrl}] = peer:call(PA, erlang, system_info, [dist_ctrl], ?T),
+    ?assert(is_port(Ctrl)),
+    {links, Conn} = peer:call(PA, erlang, port_info, [Ctrl, links], ?T),
+    true = peer:call(PA, erlang, disconnect_node, [B], ?T),
+    ok = peer:call(PA, ?MODULE, await_no_connection_nodes, [10000], ?T),
+    ?assertEqual(still_loaded, peer:call(PA, ?MODULE, await_driver_unloaded, [Conn, 2000], ?T)),
+    ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
+    [{B, Ctrl2}] = peer:call(PA, erlang, system_info, [dist_ctrl], ?T),
+    ?assert(is_port(Ctrl2)),
+    ok.
+
 %%% ------------------------------------------------------------------
 %%% Helpers
 
@@ -668,4 +690,19 @@ await_no_connection_nodes(Timeout) ->
     case nodes() of
         [] -> ok;
         _ -> timer:sleep(20), await_no_connection_nodes(Timeout - 20)
+    end.
+
+%% @doc In a peer: once the processes `Pids' are gone, whether nifsock's
+%% driver gets unloaded within `Timeout' ms (`unloaded') or not (`still_loaded').
+await_driver_unloaded(Pids, Timeout) ->
+    Refs = [erlang:monitor(process, P) || P <- Pids, is_pid(P)],
+    [receive {'DOWN', R, process, _, _} -> ok after 10000 -> ok end || R <- Refs],
+    poll_driver_unloaded(Timeout).
+
+poll_driver_unloaded(Timeout) ->
+    {ok, Drivers} = erl_ddll:loaded_drivers(),
+    case {lists:member("libnifsock", Drivers), Timeout =< 0} of
+        {false, _} -> unloaded;
+        {true, true} -> still_loaded;
+        {true, false} -> timer:sleep(50), poll_driver_unloaded(Timeout - 50)
     end.

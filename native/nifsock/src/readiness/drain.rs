@@ -261,7 +261,7 @@ fn select_msg(
                     .atom(atoms::select())
                     .int(h)
                     .tuple(3);
-                Some(spec.send(port, pid))
+                spec.send(port, pid).then_some(())
             })
         } else {
             out.via_port(key, obj, |port, ext, env| {
@@ -278,13 +278,15 @@ fn select_msg(
                     spec.int(h.decode::<isize>().ok()?);
                 }
                 spec.tuple(4);
-                Some(spec.send(port, pid))
+                spec.send(port, pid).then_some(())
             })
             .flatten()
         };
         if sent.is_some() {
             return;
         }
+        // not sent from the port (no immediate handle, or ERTS refused the
+        // spec): enif_send it, so no wait goes untold
     }
     out.emit(pid, |env| {
         let h = handles

@@ -217,46 +217,26 @@ impl DistConn {
         let len = bin.size();
         let want = len.saturating_sub(*filled);
         let dst = bin.bytes_mut().get_mut(*filled..).unwrap_or(&mut []);
-        match syscall::recv(fd, dst, 0) {
-            Ok(0) => Err(Some(Fail::Eof)),
-            Ok(n) => {
-                count_read(n);
-                *filled += n;
-                if *filled >= len {
-                    if let Some((bin, _)) = self.large.take() {
-                        port.output_binary(&bin, len);
-                    }
-                }
-                if n < want {
-                    Err(None)
-                } else {
-                    Ok(())
-                }
+        let n = read_once(fd, dst)?;
+        *filled += n;
+        if *filled >= len {
+            if let Some((bin, _)) = self.large.take() {
+                port.output_binary(&bin, len);
             }
-            Err(e) => Err(read_error(e)),
         }
+        whole(n, want)
     }
 
     /// One read into `inbuf`, its packets delivered: Err ends the turn.
     fn read_buf(&mut self, port: &Port, fd: RawFd) -> std::result::Result<(), Option<Fail>> {
         let space = self.inbuf.space();
         let want = space.len();
-        match syscall::recv(fd, space, 0) {
-            Ok(0) => Err(Some(Fail::Eof)),
-            Ok(n) => {
-                count_read(n);
-                self.inbuf.filled(n);
-                if let Some(f) = self.deliver(port) {
-                    return Err(Some(f));
-                }
-                if n < want {
-                    Err(None)
-                } else {
-                    Ok(())
-                }
-            }
-            Err(e) => Err(read_error(e)),
+        let n = read_once(fd, space)?;
+        self.inbuf.filled(n);
+        if let Some(f) = self.deliver(port) {
+            return Err(Some(f));
         }
+        whole(n, want)
     }
 
     /// Writes the queue while the socket takes it; deselects writing once it
@@ -440,6 +420,29 @@ fn error_reply(errno: i32) -> Vec<u8> {
             .as_bytes(),
     );
     r
+}
+
+/// One `recv` into `dst` (counted): the bytes read, or what ends the turn
+/// (EOF or a read error fails the port; EAGAIN/EINTR just end the turn).
+fn read_once(fd: RawFd, dst: &mut [u8]) -> std::result::Result<usize, Option<Fail>> {
+    match syscall::recv(fd, dst, 0) {
+        Ok(0) => Err(Some(Fail::Eof)),
+        Ok(n) => {
+            count_read(n);
+            Ok(n)
+        }
+        Err(e) => Err(read_error(e)),
+    }
+}
+
+/// After a read of `n` of `want` bytes: a short read ends the turn (the
+/// socket is empty).
+fn whole(n: usize, want: usize) -> std::result::Result<(), Option<Fail>> {
+    if n < want {
+        Err(None)
+    } else {
+        Ok(())
+    }
 }
 
 fn read_error(e: i32) -> Option<Fail> {

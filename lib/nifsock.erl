@@ -256,6 +256,7 @@ recv_wait(S, Length, Flags, H, Deadline) ->
         select ->
             case nifsock_wait:await(S, recv, H, Deadline) of
                 select -> recv_wait(S, Length, Flags, H, Deadline);
+                {recv, Result} -> Result;
                 Reason -> with_partial(S, Reason)
             end;
         more ->

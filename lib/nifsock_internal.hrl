@@ -15,6 +15,10 @@
 %% socket term. Waits take this shape and ?MSG(S, select, H) alike.
 -define(SELECT_MSG(Handle), {'$nifsock', select, Handle}).
 
+%% The result of a blocking recv(S, 0) that a readiness drain read for its
+%% wait (`Handle' its integer): {ok, Data} or {error, Reason}.
+-define(RECV_MSG(Handle, Result), {'$nifsock', recv, Handle, Result}).
+
 %% What a nowait call returns in `{select, SelectInfo}', as `socket'.
 -define(SELECT_INFO(Tag, Handle), {select_info, Tag, Handle}).
 

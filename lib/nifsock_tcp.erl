@@ -395,10 +395,17 @@ recv(S, Length, Timeout) when is_integer(Length), Length >= 0 ->
     recv_loop(S, Length, ?WAIT_HANDLE(), deadline(Timeout)).
 
 recv_loop(S, Length, H, Deadline) ->
-    case nifsock_nif:tcp_recv(S, Length, H, mode(Deadline)) of
+    recv_result(S, Length, H, Deadline, nifsock_nif:tcp_recv(S, Length, H, mode(Deadline))).
+
+%% A raw binary recv(S, 0) waits as nifsock:recv/4 does, so its wait may end
+%% with its result, read by the readiness drain (`{recv, Result}'): the same
+%% shapes as the NIF's raw results, handled alike.
+recv_result(S, Length, H, Deadline, Result0) ->
+    case Result0 of
         select ->
             case nifsock_wait:await(S, recv, H, Deadline) of
                 select -> recv_loop(S, Length, H, Deadline);
+                {recv, Result} -> recv_result(S, Length, H, Deadline, Result);
                 timeout -> timeout_result(S);
                 Reason -> {error, Reason}
             end;

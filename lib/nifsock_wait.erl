@@ -49,15 +49,23 @@ remaining(Deadline) -> max(0, Deadline - erlang:monotonic_time(millisecond)).
 %% again, the abort reason (`closed', ...) when the wait was ended under the
 %% caller, or `timeout' once `Deadline' passes (the wait is cancelled first,
 %% so no late message is left in the mailbox).
--spec await(nifsock:socket(), atom(), term(), deadline()) -> select | timeout | term().
+%% A blocking recv(S, 0)'s wait may instead end with its result, read for it
+%% by a readiness drain: `{recv, Result}' (also when it came as the wait timed
+%% out: the bytes were read, so they are the call's result).
+-spec await(nifsock:socket(), atom(), term(), deadline()) ->
+          select | timeout | {recv, {ok, binary()} | {error, term()}} | term().
 await(S, Op, H, Deadline) ->
     receive
         ?SELECT_MSG(H) -> select;
+        ?RECV_MSG(H, Result) -> {recv, Result};
         ?MSG(S, select, H) -> select;
         ?MSG(S, abort, {H, Reason}) -> Reason
     after remaining(Deadline) ->
             _ = cancel(S, Op, H),
-            timeout
+            receive
+                ?RECV_MSG(H, Result) -> {recv, Result}
+            after 0 -> timeout
+            end
     end.
 
 %% @doc Withdraws the caller's wait `H' for `Op' on `S' in the NIF and

@@ -33,7 +33,11 @@
          readiness_close_armed_writer/1,
          readiness_reader_writer_concurrent/1,
          readiness_select_message_shape/1,
-         readiness_told_wait_cancel_flushes/1]).
+         readiness_told_wait_cancel_flushes/1,
+         readiness_eager_recv_results/1,
+         readiness_eager_recv_served_wait/1,
+         readiness_eager_recv_dead_reader_keeps_bytes/1,
+         readiness_eager_recv_tcp_passive/1]).
 
 %% Bodies, called in the peer.
 -export([body/2, fair_servers/2, stream/1]).
@@ -61,7 +65,11 @@ write_cases() ->
      readiness_close_armed_writer,
      readiness_reader_writer_concurrent,
      readiness_select_message_shape,
-     readiness_told_wait_cancel_flushes].
+     readiness_told_wait_cancel_flushes,
+     readiness_eager_recv_results,
+     readiness_eager_recv_served_wait,
+     readiness_eager_recv_dead_reader_keeps_bytes,
+     readiness_eager_recv_tcp_passive].
 
 groups() -> [{reference, [], cases()}, {driver, [], cases()}, {pump, [], write_cases()}].
 
@@ -281,6 +289,31 @@ readiness_select_message_shape(Config) -> run(select_message_shape, Config).
 %% whatever its shape, and the data is still there to read (nifsock's own
 %% waits; nothing to run on socket).
 readiness_told_wait_cancel_flushes(Config) -> run(told_wait_cancel_flushes, Config).
+
+%% @doc A blocking recv(S, 0)'s wait is served by the drain: the drain reads
+%% and sends the result, so each request costs one recv system call and no
+%% second recv call or select (counted: `eager_reads', `reads', `selects'); the
+%% results are the calls' own: data in order, `{error, closed}' at the end of
+%% the stream, `{error, econnreset}' after a reset (as socket's, the
+%% reference group).
+readiness_eager_recv_results(Config) -> run(eager_recv_results, Config).
+
+%% @doc A wait the drain has already served (its result in the mailbox) is
+%% gone from the socket: cancelling it finds nothing and leaves the result,
+%% which `nifsock_wait:await/4' then returns even with its deadline passed
+%% (the timed-out wait's path), so read bytes are never dropped.
+readiness_eager_recv_served_wait(Config) -> run(eager_recv_served_wait, Config).
+
+%% @doc A reader killed while blocked in recv(S, 0) is not read for: the
+%% bytes that come after its death stay in the kernel and are the next
+%% reader's, as with socket.
+readiness_eager_recv_dead_reader_keeps_bytes(Config) ->
+    run(eager_recv_dead_reader_keeps_bytes, Config).
+
+%% @doc nifsock_tcp's passive raw recv(S, 0) waits as nifsock's does, so the
+%% drain serves it too: its results are gen_tcp's (data in order, then
+%% `{error, closed}'), one eager read per request.
+readiness_eager_recv_tcp_passive(Config) -> run(eager_recv_tcp_passive, Config).
 
 %%--------------------------------------------------------------------
 %% Bodies (in the peer)
@@ -570,6 +603,87 @@ body(told_wait_cancel_flushes, #{sock := Mod}) ->
     {ok, <<"ping">>} = Mod:recv(A, 4, ?T),
     nothing = no_message(),
     [ok = Mod:close(X) || X <- [C, A, L]],
+    ok;
+body(eager_recv_results, #{sock := Mod}) ->
+    {L, C, A} = nifsock_test_lib:pair(Mod),
+    Rounds = 50,
+    C0 = counters(Mod),
+    Self = self(),
+    [begin
+         %% a fresh reader per round: the wait is armed before the bytes come
+         P = spawn_link(fun() -> Self ! {got, self(), Mod:recv(A, 0, ?T)} end),
+         ok = blocked(P),
+         ok = Mod:send(C, <<"req", I:32>>),
+         receive {got, P, R} -> {ok, <<"req", I:32>>} = R after ?T -> error(timeout) end
+     end || I <- lists:seq(1, Rounds)],
+    C1 = counters(Mod),
+    ok = eager_counts(Mod, C0, C1, Rounds),
+    %% the end of the stream, read by the drain for a blocked reader
+    P1 = spawn_link(fun() -> Self ! {got, self(), Mod:recv(A, 0, ?T)} end),
+    ok = blocked(P1),
+    ok = Mod:close(C),
+    {error, closed} = receive {got, P1, R1} -> R1 after ?T -> error(timeout) end,
+    %% a reset, likewise
+    {C2, A2} = nifsock_test_lib:connect_accept(Mod, L, addr(Mod, L)),
+    P2 = spawn_link(fun() -> Self ! {got, self(), Mod:recv(A2, 0, ?T)} end),
+    ok = blocked(P2),
+    ok = Mod:setopt(C2, {socket, linger}, #{onoff => true, linger => 0}),
+    ok = Mod:close(C2),
+    {error, econnreset} = receive {got, P2, R2} -> R2 after ?T -> error(timeout) end,
+    nothing = no_message(),
+    [ok = Mod:close(X) || X <- [A, A2, L]],
+    ok;
+body(eager_recv_dead_reader_keeps_bytes, #{sock := Mod}) ->
+    {L, C, A} = nifsock_test_lib:pair(Mod),
+    P = spawn(fun() -> Mod:recv(A, 0, infinity) end),
+    ok = blocked(P),
+    MRef = monitor(process, P),
+    exit(P, kill),
+    receive {'DOWN', MRef, process, P, killed} -> ok after ?T -> error(not_dead) end,
+    ok = Mod:send(C, <<"after">>),
+    {ok, <<"after">>} = Mod:recv(A, 0, ?T),
+    nothing = no_message(),
+    [ok = Mod:close(X) || X <- [C, A, L]],
+    ok;
+body(eager_recv_tcp_passive, #{tcp := Tcp}) ->
+    {L, C, A} = tcp_pair(Tcp, []),
+    Rounds = 50,
+    E0 = eager_reads(Tcp),
+    Self = self(),
+    [begin
+         %% the bytes come once this process waits in recv
+         _ = spawn_link(fun() -> ok = blocked(Self), ok = Tcp:send(C, <<"req", I:32>>) end),
+         {ok, <<"req", I:32>>} = Tcp:recv(A, 0, ?T)
+     end || I <- lists:seq(1, Rounds)],
+    case {Tcp, eager_reads(Tcp) - E0} of
+        {gen_tcp, _} -> ok;
+        {nifsock_tcp, Rounds} -> ok;
+        {nifsock_tcp, N} -> error({eager_reads, N})
+    end,
+    _ = spawn_link(fun() -> ok = blocked(Self), ok = Tcp:close(C) end),
+    {error, closed} = Tcp:recv(A, 0, ?T),
+    nothing = no_message(),
+    [ok = Tcp:close(X) || X <- [A, L]],
+    ok;
+body(eager_recv_served_wait, #{sock := socket}) ->
+    %% the reference group: socket's blocking calls keep their waits inside
+    ok;
+body(eager_recv_served_wait, #{sock := Mod}) ->
+    {L, C, A} = nifsock_test_lib:pair(Mod),
+    H = erlang:unique_integer(),
+    select = nifsock_nif:recv(A, 0, [], H, wait),
+    ok = Mod:send(C, <<"ping">>),
+    ok = until_message(100),
+    {messages, [{'$nifsock', recv, H, {ok, <<"ping">>}}]} = process_info(self(), messages),
+    not_found = nifsock_wait:cancel(A, recv, H),
+    {messages, [_]} = process_info(self(), messages),
+    Passed = erlang:monotonic_time(millisecond) - 1,
+    {recv, {ok, <<"ping">>}} = nifsock_wait:await(A, recv, H, Passed),
+    nothing = no_message(),
+    %% the socket reads on as before
+    ok = Mod:send(C, <<"pong">>),
+    {ok, <<"pong">>} = Mod:recv(A, 0, ?T),
+    [ok = Mod:close(X) || X <- [C, A, L]],
     ok.
 
 %% Waits (without taking it) until a message is in this process's mailbox.
@@ -639,6 +753,26 @@ echo(Mod, A, K) ->
 
 selects(socket) -> 0;
 selects(nifsock) -> maps:get(selects, nifsock:info()).
+
+eager_reads(gen_tcp) -> 0;
+eager_reads(nifsock_tcp) -> maps:get(eager_reads, nifsock:info()).
+
+counters(socket) -> #{};
+counters(nifsock) -> nifsock:info().
+
+%% Each of `Rounds' blocking recv(S, 0) calls was read by the drain: one
+%% eager read and one recv system call each, and no enif_select.
+eager_counts(socket, _, _, _) ->
+    ok;
+eager_counts(nifsock, C0, C1, Rounds) ->
+    D = fun(K) -> maps:get(K, C1) - maps:get(K, C0) end,
+    case {D(eager_reads), D(reads), D(selects)} of
+        {Rounds, Rounds, 0} -> ok;
+        Other -> error({eager, Other})
+    end.
+
+addr(Mod, L) ->
+    #{family => inet, addr => {127, 0, 0, 1}, port => nifsock_test_lib:port(Mod, L)}.
 
 tcp_pair(Tcp, Opts) ->
     {ok, L} = Tcp:listen(0, [binary, {active, false}, {reuseaddr, true},

@@ -27,8 +27,9 @@
 //!   `driver`, the default on Linux, or `pump`; off with `select`): nifsock's own epoll set with
 //!   generation-tagged slots (`set`), the per-socket read arm (`arm`) that
 //!   `lifecycle` calls, and the batch (`drain`), which serves active sockets
-//!   through the delivery `ops::tcp::active` hands it at load (the one call
-//!   upwards, made through a function pointer so imports stay one way).
+//!   through the delivery `ops::tcp::active` hands it at load, and blocking
+//!   `recv(S, 0)` waits through the read `ops::recv` hands it (the two calls
+//!   upwards, made through function pointers so imports stay one way).
 //! - `socket/`: the resource's state (`Socket`, `State`, `Phase`, waiters,
 //!   partial reads); `socket/tcp.rs` the gen_tcp layer's (`Active`, `TcpOpts`).
 //! - `codec/`: terms <-> Rust: argument decoders (`args`), addresses, option
@@ -79,11 +80,14 @@ fn upgrade(env: Env, _info: Term) -> bool {
 }
 
 fn start(env: Env) -> bool {
-    // The readiness layer serves active sockets through ops/tcp/active (it
-    // sits below ops, so the delivery is handed to it here); it stays off
+    // The readiness layer serves active sockets through ops/tcp/active and
+    // blocking recv(S, 0) calls through ops/recv (it sits below ops, so the
+    // delivery and the read are handed to it here); it stays off
     // unless `nifsock_readiness` starts a source.
-    readiness::install(ops::tcp::active::deliver_from_drain)
-        && ops::dist::install()
+    readiness::install(
+        ops::tcp::active::deliver_from_drain,
+        ops::recv::take_from_drain,
+    ) && ops::dist::install()
         && sys::resource::register_set(env)
         && sys::resource::register::<socket::Socket>(env)
 }

@@ -99,6 +99,9 @@ pub static SELECTS: Counter = Counter::new(16);
 pub static SETSOCKOPTS: Counter = Counter::new(17);
 /// getsockopt calls made.
 pub static GETSOCKOPTS: Counter = Counter::new(18);
+/// Reads a readiness drain made for a blocking `recv(S, 0)` and sent to it
+/// as its result (no select message, no second recv call).
+pub static EAGER_READS: Counter = Counter::new(19);
 
 /// All counters by name, for `nifsock:info/0`; `object_bytes` is the size of
 /// one socket resource object (ERTS counts it as binary memory).
@@ -124,6 +127,7 @@ pub fn snapshot(object_bytes: usize) -> Vec<(&'static str, i64)> {
         ("selects", c(&SELECTS)),
         ("setsockopts", c(&SETSOCKOPTS)),
         ("getsockopts", c(&GETSOCKOPTS)),
+        ("eager_reads", c(&EAGER_READS)),
         // Library generations sharing these counters (2 between an upgrade
         // and the purge of the old code), and upgrades since the first load.
         ("nif_libs", i64::try_from(carry::libs()).unwrap_or(i64::MAX)),

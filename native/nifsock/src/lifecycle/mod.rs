@@ -20,4 +20,4 @@ pub use close::{close, close_fd, close_never_blocking, finish_lingering_close, C
 pub use closer::stop as stop_closer;
 pub use ctx::Ctx;
 pub use notice::sock_term;
-pub use waiters::{cancel, done, done_ctx, wait, writer_ahead, Cancelled};
+pub use waiters::{cancel, done, done_ctx, wait, wait_eager, writer_ahead, Cancelled};

@@ -28,13 +28,46 @@ pub fn wait<'a>(
     caller: &ErlNifPid,
     handle: Term<'a>,
 ) -> Result<()> {
+    wait_with(env, obj, sock, dir, caller, handle, false)
+}
+
+/// [`wait`] for a read by one of nifsock's own blocking `recv(S, 0)` calls
+/// (`handle` an integer, no flags): a readiness drain may read for it and
+/// send it the result instead of its select message (the waiter's `eager`).
+pub fn wait_eager<'a>(
+    env: Env<'a>,
+    obj: Obj<'_, Socket>,
+    sock: Term<'a>,
+    caller: &ErlNifPid,
+    handle: Term<'a>,
+) -> Result<()> {
+    wait_with(
+        env,
+        obj,
+        sock,
+        Dir::Read,
+        caller,
+        handle,
+        handle.is_integer(),
+    )
+}
+
+fn wait_with<'a>(
+    env: Env<'a>,
+    obj: Obj<'_, Socket>,
+    sock: Term<'a>,
+    dir: Dir,
+    caller: &ErlNifPid,
+    handle: Term<'a>,
+    eager: bool,
+) -> Result<()> {
     let s = obj.get();
     let mut guard = s.lock();
     let st = &mut *guard;
     if st.phase != Phase::Open {
         return Err(Error::Closed);
     }
-    let r = register(env, obj, st, dir, caller, handle).and_then(|arm| {
+    let r = register(env, obj, st, dir, caller, handle, eager).and_then(|arm| {
         if arm {
             let fd = s.with_fd(|fd| fd)?;
             let m = (atoms::nifsock_tag(), sock, atoms::select(), handle).encode(env);
@@ -73,6 +106,7 @@ fn register(
     dir: Dir,
     caller: &ErlNifPid,
     handle: Term,
+    eager: bool,
 ) -> Result<bool> {
     let internal = handle.is_integer();
     let State {
@@ -91,7 +125,7 @@ fn register(
     match &mut q.current {
         None => {
             let saved = handles.save(handle).ok_or(Error::Os(libc::ENOMEM))?;
-            q.current = Some(Waiter::new(*caller, saved, internal));
+            q.current = Some(Waiter::new(*caller, saved, internal).eager(eager));
             Ok(true)
         }
         Some(w) if same_pid(&w.pid, caller) => {
@@ -103,6 +137,7 @@ fn register(
                 w.internal = internal;
             }
             w.told = false;
+            w.eager = eager;
             Ok(true)
         }
         Some(w) => {
@@ -114,15 +149,18 @@ fn register(
             let saved = handles.save(handle).ok_or(Error::Os(libc::ENOMEM))?;
             if w.mon.is_none() {
                 // The current waiter is dead: take its place.
-                q.current = Some(Waiter::new(*caller, saved, internal));
+                q.current = Some(Waiter::new(*caller, saved, internal).eager(eager));
                 return Ok(true);
             }
             match q.queue.iter_mut().find(|w| same_pid(&w.pid, caller)) {
                 Some(queued) => {
                     queued.handle = saved;
                     queued.internal = internal;
+                    queued.eager = eager;
                 }
-                None => q.queue.push_back(Waiter::new(*caller, saved, internal)),
+                None => q
+                    .queue
+                    .push_back(Waiter::new(*caller, saved, internal).eager(eager)),
             }
             Ok(false)
         }

@@ -5,8 +5,10 @@
 
 use std::os::fd::RawFd;
 
-use rustler::{Binary, Env, NewBinary, OwnedBinary, Term};
+use rustler::sys::ErlNifPid;
+use rustler::{Atom, Binary, Encoder, Env, NewBinary, OwnedBinary, Term};
 
+use crate::atoms;
 use crate::codec::args::{Mode, Sock};
 use crate::codec::reply::{self, Recv};
 use crate::core::errno::is_would_block;
@@ -14,9 +16,11 @@ use crate::core::limits::{MAX_EXACT_LEN, MAX_READS_PER_CALL, SCRATCH_CAP, STREAM
 use crate::error::Error;
 use crate::lifecycle;
 use crate::ops::scratch_read::{self, ScratchRead};
+use crate::readiness::{self, Taken};
 use crate::socket::{Partial, Socket};
 use crate::stats;
 use crate::sys::msg;
+use crate::sys::resource::Obj;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
 
@@ -302,13 +306,94 @@ pub fn recv<'a>(
             Recv::Select(partial_bin(env, partial))
         }
         Mode::Wait => {
-            if let Err(e) = lifecycle::wait(env, sock.obj, sock.term, Dir::Read, &caller, handle) {
+            let waited = if len == 0 && flags == 0 {
+                lifecycle::wait_eager(env, sock.obj, sock.term, &caller, handle)
+            } else {
+                lifecycle::wait(env, sock.obj, sock.term, Dir::Read, &caller, handle)
+            };
+            if let Err(e) = waited {
                 return Recv::Failed(e, partial_bin(env, partial));
             }
             s.lock().partial = partial;
             Recv::Select(None)
         }
     }
+}
+
+/// A readiness drain's read for the blocking `recv(S, 0)` that waits on
+/// `obj` with the integer handle `h` (installed as the drain's `Take` hook;
+/// the drain holds the socket's state lock): one recv into the scratch
+/// buffer, as this call's would be, with its result sent to `pid` as
+/// `{'$nifsock', recv, H, {ok, Data} | {error, Reason}}`, which
+/// `nifsock_wait:await/4` returns as the call's result: one NIF call and one
+/// message per wait instead of a select message and a second recv call.
+/// Streaming sockets are declined (their reads go straight into binaries).
+pub fn take_from_drain(
+    obj: Obj<'_, Socket>,
+    pid: &ErlNifPid,
+    h: isize,
+    out: &readiness::Out,
+) -> Taken {
+    let s = obj.get();
+    if s.streaming() {
+        return Taken::Declined;
+    }
+    let want = s.rcvbuf();
+    let r = s.with_fd(|fd| {
+        scratch_read::recv(s, fd, want, 0, |got| {
+            send_result(out, pid, h, Ok(got));
+        })
+    });
+    let failed = match r {
+        Ok(ScratchRead::Bytes((), n)) => {
+            s.note_read(n);
+            s.set_drained(is_drained(n, want));
+            stats::EAGER_READS.incr();
+            return Taken::Sent(n);
+        }
+        Ok(ScratchRead::WouldBlock) => return Taken::Empty,
+        // EBUSY: the scratch buffer is borrowed (no read was made)
+        Ok(ScratchRead::Interrupted | ScratchRead::Failed(libc::EBUSY)) | Err(_) => {
+            return Taken::Declined
+        }
+        Ok(ScratchRead::Eof) => Error::Closed,
+        Ok(ScratchRead::Failed(e)) => Error::Os(e),
+    };
+    send_result(out, pid, h, Err(failed));
+    Taken::Sent(0)
+}
+
+/// Sends an eager read's result (see [`take_from_drain`]).
+fn send_result(out: &readiness::Out, pid: &ErlNifPid, h: isize, r: Result<&[u8], Error>) {
+    out.send_plain(
+        pid,
+        |spec, env| {
+            spec.atom(atoms::nifsock_tag()).atom(atoms::recv()).int(h);
+            match r {
+                Ok(bytes) => spec.atom(atoms::ok()).buf(bytes),
+                Err(e) => {
+                    let reason = e.encode(env);
+                    spec.atom(atoms::error());
+                    match Atom::from_term(reason) {
+                        Ok(a) => spec.atom(a),
+                        Err(_) => spec.int(reason.decode::<isize>().unwrap_or(0)),
+                    }
+                }
+            };
+            spec.tuple(2).tuple(4);
+        },
+        |env| {
+            let result = match r {
+                Ok(bytes) => {
+                    let mut bin = NewBinary::new(env, bytes.len());
+                    bin.as_mut_slice().copy_from_slice(bytes);
+                    (atoms::ok(), Binary::from(bin)).encode(env)
+                }
+                Err(e) => (atoms::error(), e).encode(env),
+            };
+            (atoms::nifsock_tag(), atoms::recv(), h, result).encode(env)
+        },
+    );
 }
 
 /// Takes the bytes of an unfinished recv(S, N) out of the socket (after a

@@ -1,7 +1,9 @@
 //! The batch: `epoll_wait(timeout 0)` on the set, then the backlog; each
-//! event tells a passive waiter (its select message) or delivers an active
-//! socket's data through the hook `ops::tcp::active` installs, and tells an
-//! armed writer (send, sendfile or connect) its socket is writable.
+//! event tells a passive waiter (its select message; a blocking `recv(S, 0)`
+//! gets its result instead, read through the hook `ops::recv` installs) or
+//! delivers an active socket's data through the hook `ops::tcp::active`
+//! installs, and tells an armed writer (send, sendfile or connect) its socket
+//! is writable.
 
 use std::sync::{Mutex, OnceLock};
 
@@ -17,7 +19,7 @@ use crate::sys::drvsend::{Ext, PortId, Spec};
 use crate::sys::env::EnvRef;
 use crate::sys::epoll;
 use crate::sys::handles::{HandleStore, Saved};
-use crate::sys::msg::ReusedEnv;
+use crate::sys::msg::{self, ReusedEnv};
 use crate::sys::resource::{self, Kept, Obj};
 
 /// Most events one drain serves, and most backlog entries: with each
@@ -39,6 +41,26 @@ pub const BATCH_BYTES: usize = 1 << 20;
 
 static DELIVER: OnceLock<Deliver> = OnceLock::new();
 
+/// What a drain's read for an eager waiter (a blocking `recv(S, 0)`, see
+/// `socket::Waiter::eager`) came to.
+pub enum Taken {
+    /// The result (data, the end of the stream or an error) was sent to the
+    /// waiter; `usize` bytes were read. Its wait is over.
+    Sent(usize),
+    /// Nothing to read after all (EAGAIN): the waiter stays armed.
+    Empty,
+    /// Not read (a streaming socket, EINTR): tell the waiter with its select
+    /// message as usual.
+    Declined,
+}
+
+/// Reads for an eager waiter `pid` from a drain, with the socket's state
+/// locked by the drain (`ops::recv` installs it); `isize` is the wait's
+/// integer handle.
+pub type Take = for<'o, 'p, 'e> fn(Obj<'o, Socket>, &'p ErlNifPid, isize, &Out<'e>) -> Taken;
+
+static TAKE: OnceLock<Take> = OnceLock::new();
+
 /// The driver hooks.
 static HOOKS: Hooks = Hooks {
     start: set::on_port_start,
@@ -46,11 +68,12 @@ static HOOKS: Hooks = Hooks {
     stop: set::on_port_stop,
 };
 
-/// Installs the driver hooks and the active delivery, and makes (or, in an
-/// upgrade, finds) the shared state (from the NIF's `load` or `upgrade`).
-/// False if the state can't be kept.
-pub fn install(deliver: Deliver) -> bool {
+/// Installs the driver hooks, the active delivery and the eager read, and
+/// makes (or, in an upgrade, finds) the shared state (from the NIF's `load`
+/// or `upgrade`). False if the state can't be kept.
+pub fn install(deliver: Deliver, take: Take) -> bool {
     let _ = DELIVER.set(deliver);
+    let _ = TAKE.set(take);
     let ok = set::init();
     driver::set_hooks(&HOOKS);
     ok
@@ -108,6 +131,30 @@ impl Out<'_> {
     /// sends from the port, unless the socket term can't be encoded).
     pub fn on_port(&self) -> bool {
         self.port.is_some()
+    }
+
+    /// Sends `pid` a message with no socket term in it: from the readiness
+    /// port, as the driver term `spec` builds, when this drain runs in its
+    /// `ready_input` (ERTS builds it on the receiver's heap); otherwise, or
+    /// when ERTS refuses the spec, as the term `term` builds, with enif_send.
+    /// False if `pid` is not alive.
+    pub fn send_plain<'s>(
+        &self,
+        pid: &ErlNifPid,
+        spec: impl for<'e> FnOnce(&mut Spec<'s>, Env<'e>),
+        term: impl for<'b> FnOnce(Env<'b>) -> Term<'b>,
+    ) -> bool {
+        if let Some(port) = self.port {
+            let sent = self.menv.scratch(|env| {
+                let mut sp = Spec::default();
+                spec(&mut sp, env);
+                sp.send(port, pid)
+            });
+            if sent {
+                return true;
+            }
+        }
+        self.emit(pid, term)
     }
 
     /// The readiness port, when this drain runs in its `ready_input`.
@@ -252,19 +299,24 @@ fn select_msg(
     internal: bool,
     out: &Out,
 ) {
-    if let Some(port) = out.port() {
-        let sent = if internal {
-            out.menv.scratch(|env| {
-                let h = handles.immediate(env, handle)?.decode::<isize>().ok()?;
-                let mut spec = Spec::default();
-                spec.atom(atoms::nifsock_tag())
-                    .atom(atoms::select())
-                    .int(h)
-                    .tuple(3);
-                spec.send(port, pid).then_some(())
-            })
-        } else {
-            out.via_port(key, obj, |port, ext, env| {
+    if internal {
+        if let Some(h) = int_handle(out, handles, handle) {
+            out.send_plain(
+                pid,
+                |spec, _| {
+                    spec.atom(atoms::nifsock_tag())
+                        .atom(atoms::select())
+                        .int(h)
+                        .tuple(3);
+                },
+                |env| (atoms::nifsock_tag(), atoms::select(), h).encode(env),
+            );
+            return;
+        }
+    }
+    if !internal && out.port().is_some() {
+        let sent = out
+            .via_port(key, obj, |port, ext, env| {
                 let h = handles.immediate(env, handle)?;
                 let mut spec = Spec::default();
                 spec.atom(atoms::nifsock_tag())
@@ -280,8 +332,7 @@ fn select_msg(
                 spec.tuple(4);
                 spec.send(port, pid).then_some(())
             })
-            .flatten()
-        };
+            .flatten();
         if sent.is_some() {
             return;
         }
@@ -329,10 +380,19 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
         return 0;
     }
     st.rd.armed = false;
-    let Some(w) = st.readers.current.as_mut() else {
+    let Some(w) = st.readers.current.as_ref() else {
         return 0;
     };
     let (pid, handle, internal) = (w.pid, w.handle, w.internal);
+    // Eager: alone (no queue behind it, so no monitor to drop and no one to
+    // promote), nothing of a recv(S, N) kept, and alive: the bytes of a
+    // reader that died waiting stay in the kernel for the next one (checked
+    // last, as it looks the process up).
+    let eager = w.eager
+        && w.mon.is_none()
+        && st.readers.queue.is_empty()
+        && st.partial.is_none()
+        && msg::is_alive(&pid);
     if st.tcp.active != Active::Off {
         // The waiter is the socket's pump: deliver here, no pump hop.
         drop(guard);
@@ -340,9 +400,34 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
             .get()
             .map_or(0, |deliver| deliver(obj, key, &pid, out));
     }
-    w.told = true;
+    if eager {
+        if let (Some(take), Some(h)) = (TAKE.get(), int_handle(out, &st.handles, handle)) {
+            // Under the state lock: a cancel or close waits for the outcome.
+            match take(obj, &pid, h, out) {
+                Taken::Sent(n) => {
+                    st.readers.current = None;
+                    st.compact();
+                    return n;
+                }
+                Taken::Empty => {
+                    st.rd.armed = true;
+                    return 0;
+                }
+                Taken::Declined => {}
+            }
+        }
+    }
+    if let Some(w) = st.readers.current.as_mut() {
+        w.told = true;
+    }
     select_msg(obj, key, &st.handles, &pid, handle, internal, out);
     0
+}
+
+/// An internal wait's integer handle.
+fn int_handle(out: &Out, handles: &HandleStore, saved: Saved) -> Option<isize> {
+    out.menv
+        .scratch(|env| handles.immediate(env, saved)?.decode::<isize>().ok())
 }
 
 /// The socket term users hold, `{'$nifsock', Resource}` (as

@@ -19,10 +19,12 @@
 //!   pollset, so a scheduler polls it itself. (`pump`: a process
 //!   `enif_select`s the set's fd once per batch and drains it in a NIF call.)
 //! * **Drain in batches** (`drain`). At most [`drain::BATCH`] events per call
-//!   from `epoll_wait(timeout 0)`: a passive waiter gets its select message; an
-//!   active `nifsock_tcp` socket is read, framed and delivered to its owner
-//!   there (through the hook `ops::tcp::active` installs: this layer sits below
-//!   `lifecycle` and `ops`, see the module map in lib.rs). Left-over work goes
+//!   from `epoll_wait(timeout 0)`: a passive waiter gets its select message,
+//!   except a blocking `recv(S, 0)`, which is read for there and sent its
+//!   result (through the hook `ops::recv` installs); an active `nifsock_tcp`
+//!   socket is read, framed and delivered to its owner there (through the
+//!   hook `ops::tcp::active` installs: this layer sits below `lifecycle` and
+//!   `ops`, see the module map in lib.rs). Left-over work goes
 //!   to a backlog and kicks an eventfd in the set, so ERTS runs the drain again
 //!   after other work.
 //!
@@ -45,5 +47,5 @@ mod set;
 pub use arm::{
     arm, arm_write, cancel, defer_armed, hup, rearm_direct, unregister, write_attempt, Arm,
 };
-pub use drain::{install, pump_drain, Out};
+pub use drain::{install, pump_drain, Out, Taken};
 pub use set::{enabled, pump_on, set_pump, shared_size};

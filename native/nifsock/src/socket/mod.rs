@@ -66,6 +66,10 @@ pub struct Waiter {
     pub internal: bool,
     /// `promote` already sent it its select message: no select is armed for it.
     pub told: bool,
+    /// A blocking `recv(S, 0)` without flags (`nifsock:recv/4`'s own wait):
+    /// a readiness drain may read for it and send it the result
+    /// (`{'$nifsock', recv, Handle, Result}`) instead of its select message.
+    pub eager: bool,
 }
 
 impl Waiter {
@@ -77,7 +81,14 @@ impl Waiter {
             mon: None,
             internal,
             told: false,
+            eager: false,
         }
+    }
+
+    /// The waiter with its `eager` flag set to `on`.
+    pub fn eager(mut self, on: bool) -> Waiter {
+        self.eager = on;
+        self
     }
 }
 

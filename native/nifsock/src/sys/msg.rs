@@ -7,7 +7,8 @@ use std::sync::{Mutex, PoisonError};
 
 use rustler::sys::{
     enif_alloc_env, enif_clear_env, enif_compare_monitors, enif_demonitor_process, enif_free_env,
-    enif_monitor_process, enif_self, enif_send, ErlNifEnv, ErlNifMonitor, ErlNifPid, ErlNifTerm,
+    enif_is_process_alive, enif_monitor_process, enif_self, enif_send, ErlNifEnv, ErlNifMonitor,
+    ErlNifPid, ErlNifTerm,
 };
 use rustler::{Env, LocalPid, Term};
 
@@ -58,6 +59,17 @@ pub fn self_pid(env: Env) -> Option<ErlNifPid> {
             Some(pid.assume_init())
         }
     }
+}
+
+/// Whether the local process `pid` is alive (not exiting), from a normal
+/// scheduler thread: a NIF or a driver callback (a readiness drain).
+pub fn is_alive(pid: &ErlNifPid) -> bool {
+    // SAFETY: enif_is_process_alive reads the env only to ask whether the
+    // thread is a scheduler (erl_nif.c's execution_state with no process
+    // out-pointer ignores the env), so NULL is allowed; on a normal scheduler
+    // it is erts_proc_lookup, a lock-free process table lookup that is NULL
+    // for an exiting process. pid is a valid pointer for the call.
+    unsafe { enif_is_process_alive(std::ptr::null_mut(), pid) != 0 }
 }
 
 /// Decodes a local pid term.

@@ -593,11 +593,7 @@ body(told_wait_cancel_flushes, #{sock := socket}) ->
     %% the reference group: socket's blocking calls keep their waits inside
     ok;
 body(told_wait_cancel_flushes, #{sock := Mod}) ->
-    {L, C, A} = nifsock_test_lib:pair(Mod),
-    H = erlang:unique_integer(),
-    select = nifsock_nif:recv(A, 4, [], H, wait),
-    ok = Mod:send(C, <<"ping">>),
-    ok = until_message(100),
+    {L, C, A, H} = served_wait(Mod, 4),
     ok = nifsock_wait:cancel(A, recv, H),
     nothing = no_message(),
     {ok, <<"ping">>} = Mod:recv(A, 4, ?T),
@@ -669,11 +665,7 @@ body(eager_recv_served_wait, #{sock := socket}) ->
     %% the reference group: socket's blocking calls keep their waits inside
     ok;
 body(eager_recv_served_wait, #{sock := Mod}) ->
-    {L, C, A} = nifsock_test_lib:pair(Mod),
-    H = erlang:unique_integer(),
-    select = nifsock_nif:recv(A, 0, [], H, wait),
-    ok = Mod:send(C, <<"ping">>),
-    ok = until_message(100),
+    {L, C, A, H} = served_wait(Mod, 0),
     {messages, [{'$nifsock', recv, H, {ok, <<"ping">>}}]} = process_info(self(), messages),
     not_found = nifsock_wait:cancel(A, recv, H),
     {messages, [_]} = process_info(self(), messages),
@@ -685,6 +677,17 @@ body(eager_recv_served_wait, #{sock := Mod}) ->
     {ok, <<"pong">>} = Mod:recv(A, 0, ?T),
     [ok = Mod:close(X) || X <- [C, A, L]],
     ok.
+
+%% A pair whose accepted side A has a wait-mode recv(A, Len) of this process
+%% armed with handle H, then "ping" sent to it and the wait's message in the
+%% mailbox (not taken): {L, C, A, H}.
+served_wait(Mod, Len) ->
+    {L, C, A} = nifsock_test_lib:pair(Mod),
+    H = erlang:unique_integer(),
+    select = nifsock_nif:recv(A, Len, [], H, wait),
+    ok = Mod:send(C, <<"ping">>),
+    ok = until_message(100),
+    {L, C, A, H}.
 
 %% Waits (without taking it) until a message is in this process's mailbox.
 until_message(0) -> error(no_message);

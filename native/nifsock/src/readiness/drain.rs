@@ -384,6 +384,13 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
         return 0;
     };
     let (pid, handle, internal) = (w.pid, w.handle, w.internal);
+    if st.tcp.active != Active::Off {
+        // The waiter is the socket's pump: deliver here, no pump hop.
+        drop(guard);
+        return DELIVER
+            .get()
+            .map_or(0, |deliver| deliver(obj, key, &pid, out));
+    }
     // Eager: alone (no queue behind it, so no monitor to drop and no one to
     // promote), nothing of a recv(S, N) kept, and alive: the bytes of a
     // reader that died waiting stay in the kernel for the next one (checked
@@ -393,13 +400,6 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
         && st.readers.queue.is_empty()
         && st.partial.is_none()
         && msg::is_alive(&pid);
-    if st.tcp.active != Active::Off {
-        // The waiter is the socket's pump: deliver here, no pump hop.
-        drop(guard);
-        return DELIVER
-            .get()
-            .map_or(0, |deliver| deliver(obj, key, &pid, out));
-    }
     if eager {
         if let (Some(take), Some(h)) = (TAKE.get(), int_handle(out, &st.handles, handle)) {
             // Under the state lock: a cancel or close waits for the outcome.
@@ -424,10 +424,11 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
     0
 }
 
-/// An internal wait's integer handle.
+/// An internal wait's integer handle. Decoding an immediate allocates nothing
+/// in the env, so it is not cleared after (the message built next clears it).
 fn int_handle(out: &Out, handles: &HandleStore, saved: Saved) -> Option<isize> {
     out.menv
-        .scratch(|env| handles.immediate(env, saved)?.decode::<isize>().ok())
+        .with(|env| handles.immediate(env, saved)?.decode::<isize>().ok())
 }
 
 /// The socket term users hold, `{'$nifsock', Resource}` (as

@@ -300,65 +300,82 @@ send(S, Data, Timeout) ->
           {error, reason() | {reason(), iodata()}}.
 send(S, Data, ?SELECT_INFO({send, _}, _), Timeout) ->
     send(S, Data, [], Timeout);
-send(?SOCK(_) = S, Data, Flags, Timeout) when is_list(Flags) ->
-    IOV = iovec(S, Data, Flags, Timeout),
+send(?SOCK(_) = S, Data, Flags, Timeout)
+  when is_list(Flags), is_binary(Data) orelse is_list(Data) ->
+    Args = [S, Data, Flags, Timeout],
     case nifsock_wait:deadline(Timeout) of
         zero ->
-            case nifsock_nif:send(S, IOV, Flags, undefined, zero) of
+            case nif_send(S, Data, Flags, undefined, zero, Args) of
                 {more, 0} -> {error, timeout};
-                {more, N} -> {error, {timeout, unwrap(rest(IOV, N))}};
-                Result -> send_result(Result, IOV)
+                {more, N} -> {error, {timeout, unwrap(rest(Data, N))}};
+                Result -> send_result(Result, Data)
             end;
         {handle, H} ->
-            case nifsock_nif:send(S, IOV, Flags, H, nowait) of
+            case nif_send(S, Data, Flags, H, nowait, Args) of
                 {select, 0} -> {select, ?SELECT_INFO({send, []}, H)};
-                {select, N} -> {select, {?SELECT_INFO({send, []}, H), unwrap(rest(IOV, N))}};
-                Result -> send_result(Result, IOV)
+                {select, N} -> {select, {?SELECT_INFO({send, []}, H), unwrap(rest(Data, N))}};
+                Result -> send_result(Result, Data)
             end;
         Deadline ->
-            send_wait(S, IOV, Flags, ?WAIT_HANDLE(), Deadline, false)
+            send_wait(S, Data, Flags, ?WAIT_HANDLE(), Deadline, false, Args)
     end;
 send(S, Data, Flags, Timeout) ->
     erlang:error(badarg, [S, Data, Flags, Timeout]).
 
-iovec(_S, Bin, _Flags, _Timeout) when is_binary(Bin) ->
-    [Bin];
-iovec(S, Data, Flags, Timeout) ->
-    try erlang:iolist_to_iovec(Data)
-    catch error:badarg -> erlang:error(badarg, [S, Data, Flags, Timeout])
+%% One send call. The NIF takes a binary or a list of binaries (nested, with
+%% binary tails) as it is, so a short reply needs no iolist_to_iovec; what
+%% it can't take (byte integers; more pieces than it gathers, unless a flat
+%% list of binaries) it returns as `iovec', sending nothing: that is
+%% flattened here (badarg, with the send's arguments, when it is not iodata)
+%% and sent.
+nif_send(S, Data, Flags, H, Mode, Args) ->
+    case nifsock_nif:send(S, Data, Flags, H, Mode) of
+        iovec ->
+            IOV = try erlang:iolist_to_iovec(Data)
+                  catch error:badarg -> erlang:error(badarg, Args)
+                  end,
+            nifsock_nif:send(S, IOV, Flags, H, Mode);
+        Result ->
+            Result
     end.
 
-send_wait(S, IOV, Flags, H, Deadline, Written) ->
-    case nifsock_nif:send(S, IOV, Flags, H, wait) of
+send_wait(S, Data, Flags, H, Deadline, Written, Args) ->
+    case nif_send(S, Data, Flags, H, wait, Args) of
         {select, N} ->
-            Rest = rest(IOV, N),
+            Rest = rest(Data, N),
             Written1 = Written orelse N > 0,
             case nifsock_wait:await(S, send, H, Deadline) of
-                select -> send_wait(S, Rest, Flags, H, Deadline, Written1);
+                select -> send_wait(S, Rest, Flags, H, Deadline, Written1, Args);
                 Reason -> send_error(Reason, Rest, Written1)
             end;
         {error, {Reason, N}} when is_integer(N) ->
-            send_error(Reason, rest(IOV, N), true);
+            send_error(Reason, rest(Data, N), true);
         {error, Reason} ->
-            send_error(Reason, IOV, Written);
+            send_error(Reason, Data, Written);
         Result ->
-            send_result(Result, IOV)
+            send_result(Result, Data)
     end.
 
-send_result({error, {Reason, N}}, IOV) when is_integer(N) ->
-    {error, {Reason, unwrap(rest(IOV, N))}};
-send_result(Result, _IOV) ->
+send_result({error, {Reason, N}}, Data) when is_integer(N) ->
+    {error, {Reason, unwrap(rest(Data, N))}};
+send_result(Result, _Data) ->
     Result.
 
 send_error(Reason, _Rest, false) -> {error, Reason};
 send_error(Reason, Rest, true) -> {error, {Reason, unwrap(Rest)}}.
 
-%% The iovec after its first N bytes.
-rest([B | T], N) when byte_size(B) =< N ->
-    rest(T, N - byte_size(B));
-rest([B | T], N) when N > 0 ->
+%% The binaries of the data after its first N bytes (a partial send's rest,
+%% sent as it is by the next call).
+rest(Bin, N) when is_binary(Bin) ->
+    drop([Bin], N);
+rest(Data, N) ->
+    drop(erlang:iolist_to_iovec(Data), N).
+
+drop([B | T], N) when byte_size(B) =< N ->
+    drop(T, N - byte_size(B));
+drop([B | T], N) when N > 0 ->
     [binary:part(B, N, byte_size(B) - N) | T];
-rest(IOV, _) ->
+drop(IOV, _) ->
     IOV.
 
 %% The rest of a partial send as the caller gets it: one binary as a binary.

@@ -92,9 +92,11 @@ recv(_S, _Len, _Flags, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).
 -spec take_partial(sock()) -> binary().
 take_partial(_S) -> erlang:nif_error(nif_not_loaded).
 
--spec send(sock(), [binary()], list(), term(), mode()) ->
-          ok | {select, non_neg_integer()} | {more, non_neg_integer()} | {error, term()}.
-send(_S, _IOV, _Flags, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).
+%% `iovec': nothing sent, the data is not binaries alone or has more pieces
+%% than the NIF gathers (nifsock:send/4 flattens it and calls again).
+-spec send(sock(), iodata(), list(), term(), mode()) ->
+          ok | {select, non_neg_integer()} | {more, non_neg_integer()} | iovec | {error, term()}.
+send(_S, _Data, _Flags, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).
 
 -spec sendfile(sock(), integer(), integer(), non_neg_integer(), term(), mode()) ->
           {ok, non_neg_integer()} | {more | select, non_neg_integer()} | {error, term()}.

@@ -69,6 +69,7 @@
          api_info_counters/1,
          api_info_global/1,
          api_send_iolist/1,
+         api_send_small_leaves_no_binary/1,
          api_send_partial_timeout/1,
          api_send_partial_nowait/1, api_sendfile/1,
          api_recv_nowait_after_short_read/1,
@@ -148,6 +149,7 @@ cases() ->
      api_info_counters,
      api_info_global,
      api_send_iolist,
+     api_send_small_leaves_no_binary,
      api_send_partial_timeout,
      api_send_partial_nowait, api_sendfile,
      api_recv_nowait_after_short_read,
@@ -1129,6 +1131,41 @@ api_send_iolist(Config) ->
     ok = Mod:send(C, <<>>),
     ok = Mod:send(C, []),
     {error, timeout} = Mod:recv(A, 0, 100),
+    close_all(Mod, [C, A, L]).
+
+%% Ensures sends of short binaries (heap binaries, up to 64 bytes) and of
+%% short vectors of them leave no refc binary on the sender's heap: the bytes
+%% go out from where they are (gathered on the NIF's stack), not copied into
+%% a refc binary that waits for the sender's next GC, as enif_inspect_iovec
+%% does; a vector of more pieces than fit (70 binaries of 256 bytes, not
+%% copied together: flat, nested, with a binary tail) still goes out whole.
+%% The sender's heap is large enough
+%% that no GC runs during the sends. socket: the same (its send of a binary
+%% inspects the binary; a short list it sends as one binary).
+api_send_small_leaves_no_binary(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = pair(Mod),
+    Reply = [<<"HTTP/1.1 200 OK\r\n">>, <<"content-length: 5\r\n\r\n">>, <<"hello">>],
+    Datas = [<<"0123456789">>, Reply, [Reply, [<<"x">> | <<"y">>]]],
+    Rounds = 50,
+    Parent = self(),
+    {Pid, MRef} =
+        spawn_opt(fun() ->
+                          [ok = Mod:send(C, D) || _ <- lists:seq(1, Rounds), D <- Datas],
+                          {binary, Bins} = process_info(self(), binary),
+                          Parent ! {self(), Bins}
+                  end, [monitor, {min_heap_size, 200000}]),
+    Bins = receive {Pid, B} -> B after ?T -> ct:fail(sender_stuck) end,
+    receive {'DOWN', MRef, process, Pid, normal} -> ok after ?T -> ct:fail(sender_down) end,
+    [] = Bins,
+    Expected = iolist_to_binary(lists:duplicate(Rounds, Datas)),
+    Expected = recv_exact(Mod, A, byte_size(Expected)),
+    Big = [binary:copy(<<I>>, 256) || I <- lists:seq(1, 70)],
+    BigBin = iolist_to_binary(Big),
+    [begin
+         ok = Mod:send(C, D),
+         BigBin = recv_exact(Mod, A, byte_size(BigBin))
+     end || D <- [Big, [[B] || B <- Big], [Big | <<>>]]],
     close_all(Mod, [C, A, L]).
 
 %% Ensures a send that cannot complete within timeout 0 / N ms returns

@@ -15,7 +15,8 @@
          syscall_close_inline_without_linger/1, syscall_linger_close_off_schedulers/1,
          syscall_linger_owner_death_off_schedulers/1, syscall_linger_gc_off_schedulers/1,
          syscall_linger_inherited_by_accepted/1, syscall_idle_sockets_hold_no_buffer/1,
-         syscall_exact_recv_one_binary/1, syscall_blocking_recv_skips_eagain_read/1,
+         syscall_exact_recv_one_binary/1, syscall_short_send_allocates_nothing/1,
+         syscall_blocking_recv_skips_eagain_read/1,
          syscall_keepalive_readiness_driver/1, syscall_blocked_writer_readiness_driver/1,
          syscall_close_leaves_epoll_by_itself/1]).
 %% run inside the peer node
@@ -38,6 +39,7 @@ all() ->
      syscall_linger_close_off_schedulers, syscall_linger_owner_death_off_schedulers,
      syscall_linger_gc_off_schedulers, syscall_linger_inherited_by_accepted,
      syscall_idle_sockets_hold_no_buffer, syscall_exact_recv_one_binary,
+     syscall_short_send_allocates_nothing,
      syscall_blocking_recv_skips_eagain_read, syscall_keepalive_readiness_driver,
      syscall_blocked_writer_readiness_driver, syscall_close_leaves_epoll_by_itself].
 
@@ -188,6 +190,51 @@ syscall_exact_recv_one_binary(_Config) ->
     unlink(Sender),
     [ok = nifsock:close(S) || S <- [A, C, L]],
     ok.
+
+%% @doc Sends of a short reply (one heap binary; three, as an iolist; a
+%% nested list of them with a binary tail) make no call to ERTS's
+%% temp_alloc or binary_alloc: the bytes go out from where they are, not
+%% through erlang:iolist_to_iovec/1's merged binary or enif_inspect_iovec's
+%% vector and heap-binary copy (one temp_alloc and one binary_alloc per send,
+%% counted before this path existed). The counts are the allocators' call
+%% counters, VM-wide, so a small margin is left for other activity.
+syscall_short_send_allocates_nothing(_Config) ->
+    {L, _} = nifsock_test_lib:listener(nifsock, inet),
+    {ok, C} = connect_to(L),
+    {ok, A} = nifsock:accept(L, 1000),
+    Reply = [<<"HTTP/1.1 200 OK\r\n">>, <<"content-length: 2\r\n\r\n">>, <<"ok">>],
+    Datas = [?REPLY, Reply, [Reply, [<<"x">> | <<"y">>]]],
+    Rounds = 1000,
+    Total = Rounds * iolist_size(Datas),
+    Self = self(),
+    Reader = spawn_link(fun() -> Self ! {read, read_all(A, Total, 0)} end),
+    Before = alloc_calls(),
+    [ok = nifsock:send(C, D) || _ <- lists:seq(1, Rounds), D <- Datas],
+    After = alloc_calls(),
+    receive {read, Total} -> ok after 10000 -> ct:fail(reader_stuck) end,
+    unlink(Reader),
+    Sends = Rounds * length(Datas),
+    Calls = maps:map(fun(K, V) -> V - maps:get(K, Before) end, After),
+    ct:pal("allocator calls during ~p sends: ~p", [Sends, Calls]),
+    ?assert(maps:get(temp_alloc, Calls) < Sends div 20),
+    ?assert(maps:get(binary_alloc, Calls) < Sends div 20),
+    [ok = nifsock:close(S) || S <- [A, C, L]],
+    ok.
+
+read_all(_A, Total, Total) -> Total;
+read_all(A, Total, Got) ->
+    {ok, B} = nifsock:recv(A, 0, 10000),
+    read_all(A, Total, Got + byte_size(B)).
+
+%% Alloc calls so far of temp_alloc and binary_alloc, all instances.
+alloc_calls() ->
+    maps:from_list(
+      [{Alloc, lists:sum([G * 1000000000 + N
+                          || {instance, _, Info} <- erlang:system_info({allocator, Alloc}),
+                             {calls, Calls} <- Info,
+                             {K, G, N} <- Calls,
+                             lists:suffix("_alloc", atom_to_list(K))])}
+       || Alloc <- [temp_alloc, binary_alloc]]).
 
 %%% ------------------------------------------------------------------
 %%% Scenarios (run in the traced peer)

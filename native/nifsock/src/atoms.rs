@@ -2,7 +2,7 @@
 
 rustler::atoms! {
     // results
-    ok, error, select, select_sent, not_found, more, linger,
+    ok, error, select, select_sent, not_found, more, linger, iovec,
     // errors
     closed, timeout, invalid, not_owner, badarg, undefined,
     // message tags

@@ -42,7 +42,8 @@ fn send<'a>(
     sent(env, send::send(env, sock, iov, flags, handle, mode))
 }
 
-/// A send's reply: `ok`, `{select, N}`, `{more, N}` (mode zero only), or the
+/// A send's reply: `ok`, `{select, N}`, `{more, N}` (mode zero only), `iovec`
+/// (flatten the data and send again), or the
 /// error with the bytes written before it, if any.
 pub(super) fn sent<'a>(
     env: Env<'a>,
@@ -52,6 +53,7 @@ pub(super) fn sent<'a>(
         Ok(send::Outcome::All) => Ok(atoms::ok().encode(env)),
         Ok(send::Outcome::Select(n)) => Ok((atoms::select(), n).encode(env)),
         Ok(send::Outcome::More(n)) => Ok((atoms::more(), n).encode(env)),
+        Ok(send::Outcome::Flatten) => Ok(atoms::iovec().encode(env)),
         Err((e, 0)) => reply::error(env, e),
         Err((e, n)) => reply::error_with(env, e, Some(n.encode(env))),
     }

@@ -9,7 +9,7 @@ use crate::codec::args::{self, Mode, Sock};
 use crate::codec::{reply, tcp as codec};
 use crate::core::packet::Packet;
 use crate::ops::{owner, send, tcp};
-use crate::sys::iovec::{Gathered, IoVec};
+use crate::sys::iovec::{self, IoVec};
 use crate::sys::msg;
 
 fn pump_pid(pump: Term) -> NifResult<rustler::sys::ErlNifPid> {
@@ -167,10 +167,11 @@ fn tcp_send<'a>(
     }
     // An iolist of nested lists of binaries (Cowboy's responses) goes out as
     // it is; anything else comes back for erlang:iolist_to_iovec/1's path.
-    let Some(entries) = Gathered::walk(iov) else {
+    let Some(sent) = iovec::with_iolist(iov, |e| {
+        send::send_entries(env, sock, e, 0, handle, Mode::Wait)
+    }) else {
         return Ok(codec::send_info(env, &info));
     };
-    let sent = entries.with_entries(|e| send::send_entries(env, sock, e, 0, handle, Mode::Wait));
     match sent {
         // the caller's wait needs the timeout
         Ok(send::Outcome::Select(n)) => Ok(codec::send_select(env, n, info.send_timeout)),

@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::lifecycle;
 use crate::socket::Socket;
 use crate::stats;
-use crate::sys::iovec::IoVec;
+use crate::sys::iovec::{self, IoVec};
 use crate::sys::msg;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
@@ -60,27 +60,48 @@ pub enum Outcome {
     Select(usize),
     /// This many bytes went out (mode zero: no select).
     More(usize),
+    /// Nothing was sent: the data is not binaries alone (byte integers),
+    /// or more pieces than fit the stack and not a flat list: the caller
+    /// flattens it (`erlang:iolist_to_iovec/1`) and sends that.
+    Flatten,
 }
 
 /// A failed send: the reason and how many bytes went out before it.
 pub type Failed = (Error, usize);
 
-/// send(Sock, IOVec, Flags, Handle, Mode): the binaries go out with sendmsg,
-/// one call per IOV_MAX entries.
+/// send(Sock, Data, Flags, Handle, Mode): the bytes of `Data`, a binary or
+/// a list of binaries (nested, with binary tails), go out with sendmsg, one
+/// call per IOV_MAX entries.
+///
+/// `Data` of a few binaries, or of at most `GATHER_MAX` pieces (small
+/// binaries copied together are one), is sent with no allocation
+/// ([`iovec::with_iolist`]); only a longer one, a flat list of binaries, is
+/// inspected with `enif_inspect_iovec`, which allocates the vector and, for
+/// heap binaries (every binary of up to 64 bytes), a refc binary to copy them
+/// into, left on the caller's heap for its next GC: two allocations per send
+/// of a short reply. Anything else is [`Outcome::Flatten`], sending nothing.
 pub fn send<'a>(
     env: Env<'a>,
     sock: Sock<'a>,
-    iov: Term<'a>,
+    data: Term<'a>,
     flags: i32,
     handle: Term<'a>,
     mode: Mode,
 ) -> Result<Outcome, Failed> {
-    let iov = IoVec::inspect(env, iov).ok_or((Error::BadArg, 0))?;
-    send_entries(env, sock, iov.entries(), flags, handle, mode)
+    if !data.is_list() && !data.is_binary() {
+        return Err((Error::BadArg, 0));
+    }
+    if let Some(r) = iovec::with_iolist(data, |e| send_entries(env, sock, e, flags, handle, mode)) {
+        return r;
+    }
+    match IoVec::inspect(env, data) {
+        Some(iov) => send_entries(env, sock, iov.entries(), flags, handle, mode),
+        None => Ok(Outcome::Flatten),
+    }
 }
 
 /// [`send`] of entries the caller has inspected already (an [`IoVec`] or a
-/// [`Gathered`](crate::sys::iovec::Gathered) iolist), borrowed from `env`.
+/// [`iovec::with_iolist`] iolist), borrowed from `env`.
 pub fn send_entries<'a>(
     env: Env<'a>,
     sock: Sock<'a>,

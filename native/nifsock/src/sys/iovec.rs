@@ -82,10 +82,13 @@ impl<'a> IoVec<'a> {
     }
 }
 
+/// Most binaries [`with_iolist`] sends from where they are, one iovec entry
+/// each, with no copy (a short reply: status line, headers, body).
+const DIRECT_MAX: usize = 8;
 /// The most pieces [`Gathered`] takes (a run of small binaries, copied
 /// together, is one piece; a Cowboy response is one).
 pub const GATHER_MAX: usize = 64;
-/// The deepest list nesting [`Gathered`] follows.
+/// The deepest list nesting the walk follows.
 const GATHER_DEPTH: usize = 16;
 /// Binaries shorter than this are copied into the gather buffer (as ERTS
 /// does for a port's iolist: `ERL_SMALL_IO_BIN_LIMIT`), so that a response of
@@ -94,6 +97,77 @@ const GATHER_DEPTH: usize = 16;
 const COPY_BELOW: usize = 256;
 /// The gather buffer's size.
 const GATHER_BUF: usize = 1024;
+
+const NO_ENTRY: libc::iovec = libc::iovec {
+    iov_base: ptr::null_mut(),
+    iov_len: 0,
+};
+
+fn entry(bytes: &[u8]) -> libc::iovec {
+    libc::iovec {
+        iov_base: bytes.as_ptr().cast_mut().cast(),
+        iov_len: bytes.len(),
+    }
+}
+
+/// Calls `visit` with the bytes of each non-empty binary of `term` (a
+/// binary, or a list, proper or with a binary tail, of binaries and such
+/// lists), in order. None when it holds anything else (byte integers,
+/// bitstrings, other terms), lists nested deeper than 16, or `visit` says
+/// None.
+fn each_binary<'a>(term: Term<'a>, mut visit: impl FnMut(&'a [u8]) -> Option<()>) -> Option<()> {
+    // The tails still to walk, innermost last.
+    let mut tails: [Option<Term<'a>>; GATHER_DEPTH] = [None; GATHER_DEPTH];
+    let mut depth = 0usize;
+    let mut cur = term;
+    loop {
+        if let Ok((head, tail)) = cur.list_get_cell() {
+            if !tail.is_empty_list() {
+                *tails.get_mut(depth)? = Some(tail);
+                depth += 1;
+            }
+            cur = head;
+            continue;
+        }
+        if cur.is_binary() {
+            let bytes = rustler::Binary::from_term(cur).ok()?.as_slice();
+            if !bytes.is_empty() {
+                visit(bytes)?;
+            }
+        } else if !cur.is_empty_list() {
+            return None;
+        }
+        if depth == 0 {
+            return Some(());
+        }
+        depth -= 1;
+        cur = tails.get_mut(depth)?.take()?;
+    }
+}
+
+/// Calls `f` with the bytes of the iolist `term` (binaries and nested lists
+/// of them, no byte integers) as iovec entries, allocating nothing: at most
+/// [`DIRECT_MAX`] binaries are sent from where they are; more, up to
+/// [`GATHER_MAX`] pieces, through a [`Gathered`] buffer. None (and `f` not
+/// called) when it is neither: the caller takes the general path
+/// (`enif_inspect_iovec`, or `erlang:iolist_to_iovec/1`, which also raises
+/// badarg). The binaries are borrowed from the calling env, so they stay put
+/// while `f` runs.
+pub fn with_iolist<R>(term: Term<'_>, f: impl FnOnce(&[libc::iovec]) -> R) -> Option<R> {
+    let mut direct = [NO_ENTRY; DIRECT_MAX];
+    let mut n = 0usize;
+    let fits = each_binary(term, |bytes| {
+        *direct.get_mut(n)? = entry(bytes);
+        n += 1;
+        Some(())
+    });
+    if fits.is_some() {
+        return Some(f(direct.get(..n).unwrap_or(&[])));
+    }
+    let mut g = Gathered::new();
+    each_binary(term, |bytes| g.push(bytes))?;
+    Some(g.with_entries(f))
+}
 
 /// One piece of a gathered iolist.
 #[derive(Clone, Copy)]
@@ -104,10 +178,9 @@ enum Piece<'a> {
     Buf(usize, usize),
 }
 
-/// The bytes of an iolist of nested lists of binaries (no byte integers):
-/// large binaries borrowed from the calling env, runs of small ones copied
-/// into a fixed buffer; no allocation.
-pub struct Gathered<'a> {
+/// The bytes of an iolist: large binaries borrowed from the calling env,
+/// runs of small ones copied into a fixed buffer; no allocation.
+struct Gathered<'a> {
     pieces: [Piece<'a>; GATHER_MAX],
     len: usize,
     buf: [u8; GATHER_BUF],
@@ -115,42 +188,12 @@ pub struct Gathered<'a> {
 }
 
 impl<'a> Gathered<'a> {
-    /// Walks `term`: a binary, or a list (proper or with a binary tail) of
-    /// binaries and such lists. None when it holds anything else (byte
-    /// integers, bitstrings, other terms), more than [`GATHER_MAX`] pieces or
-    /// lists nested deeper than 16: the caller then takes the general path
-    /// (`erlang:iolist_to_iovec/1`), which also raises badarg.
-    pub fn walk(term: Term<'a>) -> Option<Gathered<'a>> {
-        let mut g = Gathered {
+    fn new() -> Self {
+        Gathered {
             pieces: [Piece::Buf(0, 0); GATHER_MAX],
             len: 0,
             buf: [0; GATHER_BUF],
             used: 0,
-        };
-        // The tails still to walk, innermost last.
-        let mut tails: [Option<Term<'a>>; GATHER_DEPTH] = [None; GATHER_DEPTH];
-        let mut depth = 0usize;
-        let mut cur = term;
-        loop {
-            if let Ok((head, tail)) = cur.list_get_cell() {
-                if !tail.is_empty_list() {
-                    *tails.get_mut(depth)? = Some(tail);
-                    depth += 1;
-                }
-                cur = head;
-                continue;
-            }
-            if cur.is_binary() {
-                let bin = rustler::Binary::from_term(cur).ok()?;
-                g.push(bin.as_slice())?;
-            } else if !cur.is_empty_list() {
-                return None;
-            }
-            if depth == 0 {
-                return Some(g);
-            }
-            depth -= 1;
-            cur = tails.get_mut(depth)?.take()?;
         }
     }
 
@@ -158,9 +201,6 @@ impl<'a> Gathered<'a> {
     /// new piece. None when there is no room for another piece.
     fn push(&mut self, bytes: &'a [u8]) -> Option<()> {
         let n = bytes.len();
-        if n == 0 {
-            return Some(());
-        }
         if n < COPY_BELOW {
             if let Some(dst) = self.buf.get_mut(self.used..self.used + n) {
                 dst.copy_from_slice(bytes);
@@ -185,18 +225,13 @@ impl<'a> Gathered<'a> {
     }
 
     /// Calls `f` with the pieces as iovec entries (pointing into `self`).
-    pub fn with_entries<R>(&self, f: impl FnOnce(&[libc::iovec]) -> R) -> R {
-        let mut iov = [libc::iovec {
-            iov_base: ptr::null_mut(),
-            iov_len: 0,
-        }; GATHER_MAX];
+    fn with_entries<R>(&self, f: impl FnOnce(&[libc::iovec]) -> R) -> R {
+        let mut iov = [NO_ENTRY; GATHER_MAX];
         for (e, p) in iov.iter_mut().zip(self.pieces.iter().take(self.len)) {
-            let bytes: &[u8] = match *p {
-                Piece::Bin(b) => b,
-                Piece::Buf(off, len) => self.buf.get(off..off + len).unwrap_or(&[]),
+            *e = match *p {
+                Piece::Bin(b) => entry(b),
+                Piece::Buf(off, len) => entry(self.buf.get(off..off + len).unwrap_or(&[])),
             };
-            e.iov_base = bytes.as_ptr().cast_mut().cast();
-            e.iov_len = bytes.len();
         }
         f(iov.get(..self.len).unwrap_or(&[]))
     }

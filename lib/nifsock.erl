@@ -302,22 +302,21 @@ send(S, Data, ?SELECT_INFO({send, _}, _), Timeout) ->
     send(S, Data, [], Timeout);
 send(?SOCK(_) = S, Data, Flags, Timeout)
   when is_list(Flags), is_binary(Data) orelse is_list(Data) ->
-    Args = [S, Data, Flags, Timeout],
     case nifsock_wait:deadline(Timeout) of
         zero ->
-            case nif_send(S, Data, Flags, undefined, zero, Args) of
+            case nif_send(S, Data, Flags, undefined, zero, Timeout) of
                 {more, 0} -> {error, timeout};
                 {more, N} -> {error, {timeout, unwrap(rest(Data, N))}};
                 Result -> send_result(Result, Data)
             end;
         {handle, H} ->
-            case nif_send(S, Data, Flags, H, nowait, Args) of
+            case nif_send(S, Data, Flags, H, nowait, Timeout) of
                 {select, 0} -> {select, ?SELECT_INFO({send, []}, H)};
                 {select, N} -> {select, {?SELECT_INFO({send, []}, H), unwrap(rest(Data, N))}};
                 Result -> send_result(Result, Data)
             end;
         Deadline ->
-            send_wait(S, Data, Flags, ?WAIT_HANDLE(), Deadline, false, Args)
+            send_wait(S, Data, Flags, ?WAIT_HANDLE(), Deadline, false, Timeout)
     end;
 send(S, Data, Flags, Timeout) ->
     erlang:error(badarg, [S, Data, Flags, Timeout]).
@@ -327,25 +326,26 @@ send(S, Data, Flags, Timeout) ->
 %% it can't take (byte integers; more pieces than it gathers, unless a flat
 %% list of binaries) it returns as `iovec', sending nothing: that is
 %% flattened here (badarg, with the send's arguments, when it is not iodata)
-%% and sent.
-nif_send(S, Data, Flags, H, Mode, Args) ->
+%% and sent. Only a send's first call can get `iovec' (the rest of a partial
+%% send is a flat list of binaries), so `Data' is then the caller's.
+nif_send(S, Data, Flags, H, Mode, Timeout) ->
     case nifsock_nif:send(S, Data, Flags, H, Mode) of
         iovec ->
             IOV = try erlang:iolist_to_iovec(Data)
-                  catch error:badarg -> erlang:error(badarg, Args)
+                  catch error:badarg -> erlang:error(badarg, [S, Data, Flags, Timeout])
                   end,
             nifsock_nif:send(S, IOV, Flags, H, Mode);
         Result ->
             Result
     end.
 
-send_wait(S, Data, Flags, H, Deadline, Written, Args) ->
-    case nif_send(S, Data, Flags, H, wait, Args) of
+send_wait(S, Data, Flags, H, Deadline, Written, Timeout) ->
+    case nif_send(S, Data, Flags, H, wait, Timeout) of
         {select, N} ->
             Rest = rest(Data, N),
             Written1 = Written orelse N > 0,
             case nifsock_wait:await(S, send, H, Deadline) of
-                select -> send_wait(S, Rest, Flags, H, Deadline, Written1, Args);
+                select -> send_wait(S, Rest, Flags, H, Deadline, Written1, Timeout);
                 Reason -> send_error(Reason, Rest, Written1)
             end;
         {error, {Reason, N}} when is_integer(N) ->

@@ -1134,19 +1134,20 @@ api_send_iolist(Config) ->
     close_all(Mod, [C, A, L]).
 
 %% Ensures sends of short binaries (heap binaries, up to 64 bytes) and of
-%% short vectors of them leave no refc binary on the sender's heap: the bytes
-%% go out from where they are (gathered on the NIF's stack), not copied into
-%% a refc binary that waits for the sender's next GC, as enif_inspect_iovec
-%% does; a vector of more pieces than fit (70 binaries of 256 bytes, not
-%% copied together: flat, nested, with a binary tail) still goes out whole.
-%% The sender's heap is large enough
-%% that no GC runs during the sends. socket: the same (its send of a binary
-%% inspects the binary; a short list it sends as one binary).
+%% vectors of them (3, 5 and 20 binaries) leave no refc binary on the
+%% sender's heap: the bytes go out from where they are (gathered on the
+%% NIF's stack), not copied into a refc binary that waits for the sender's
+%% next GC, as enif_inspect_iovec does; a vector of more pieces than fit (70
+%% binaries of 256 bytes, not copied together: flat, nested, with a binary
+%% tail) still goes out whole. The sender's heap is large enough that no GC
+%% runs during the sends. socket: the same (its send of a binary inspects
+%% the binary; a short list it sends as one binary).
 api_send_small_leaves_no_binary(Config) ->
     Mod = mod(Config),
     {L, C, A} = pair(Mod),
     Reply = [<<"HTTP/1.1 200 OK\r\n">>, <<"content-length: 5\r\n\r\n">>, <<"hello">>],
-    Datas = [<<"0123456789">>, Reply, [Reply, [<<"x">> | <<"y">>]]],
+    Many = [<<I>> || I <- lists:seq(1, 20)],  % more than go out one entry each
+    Datas = [<<"0123456789">>, Reply, [Reply, [<<"x">> | <<"y">>]], Many],
     Rounds = 50,
     Parent = self(),
     {Pid, MRef} =

@@ -154,19 +154,33 @@ fn each_binary<'a>(term: Term<'a>, mut visit: impl FnMut(&'a [u8]) -> Option<()>
 /// badarg). The binaries are borrowed from the calling env, so they stay put
 /// while `f` runs.
 pub fn with_iolist<R>(term: Term<'_>, f: impl FnOnce(&[libc::iovec]) -> R) -> Option<R> {
-    let mut direct = [NO_ENTRY; DIRECT_MAX];
+    let mut direct: [&[u8]; DIRECT_MAX] = [&[]; DIRECT_MAX];
     let mut n = 0usize;
-    let fits = each_binary(term, |bytes| {
-        *direct.get_mut(n)? = entry(bytes);
-        n += 1;
-        Some(())
-    });
-    if fits.is_some() {
-        return Some(f(direct.get(..n).unwrap_or(&[])));
+    // Made when a binary past the first DIRECT_MAX comes: one walk either way.
+    let mut gathered: Option<Gathered> = None;
+    each_binary(term, |bytes| {
+        if let Some(g) = gathered.as_mut() {
+            return g.push(bytes);
+        }
+        if let Some(slot) = direct.get_mut(n) {
+            *slot = bytes;
+            n += 1;
+            return Some(());
+        }
+        let g = gathered.insert(Gathered::new());
+        for b in direct {
+            g.push(b)?;
+        }
+        g.push(bytes)
+    })?;
+    if let Some(g) = &gathered {
+        return Some(g.with_entries(f));
     }
-    let mut g = Gathered::new();
-    each_binary(term, |bytes| g.push(bytes))?;
-    Some(g.with_entries(f))
+    let mut iov = [NO_ENTRY; DIRECT_MAX];
+    for (e, b) in iov.iter_mut().zip(direct) {
+        *e = entry(b);
+    }
+    Some(f(iov.get(..n).unwrap_or(&[])))
 }
 
 /// One piece of a gathered iolist.

@@ -37,7 +37,11 @@
          readiness_eager_recv_results/1,
          readiness_eager_recv_served_wait/1,
          readiness_eager_recv_dead_reader_keeps_bytes/1,
-         readiness_eager_recv_tcp_passive/1]).
+         readiness_eager_recv_tcp_passive/1,
+         readiness_held_echo_close/1,
+         readiness_held_input_returned/1,
+         readiness_held_owner_death/1,
+         readiness_held_writer/1]).
 
 %% Bodies, called in the peer.
 -export([body/2, fair_servers/2, stream/1]).
@@ -71,7 +75,17 @@ write_cases() ->
      readiness_eager_recv_dead_reader_keeps_bytes,
      readiness_eager_recv_tcp_passive].
 
-groups() -> [{reference, [], cases()}, {driver, [], cases()}, {pump, [], write_cases()}].
+%% Sockets whose input the readiness port holds (driver path only).
+held_cases() ->
+    [readiness_held_echo_close,
+     readiness_held_input_returned,
+     readiness_held_owner_death,
+     readiness_held_writer].
+
+groups() ->
+    [{reference, [], cases()},
+     {driver, [], cases() ++ held_cases()},
+     {pump, [], write_cases()}].
 
 init_per_suite(Config) ->
     %% ERL_FLAGS cleared: `make test-readiness' sets a path there for the
@@ -131,6 +145,27 @@ readiness_active_n_delivery(Config) -> run(active_n_delivery, Config).
 %% scheduler wins the race is dropped by the slot generation and phase checks;
 %% that window is not made deterministically here.)
 readiness_close_pending_no_delivery(Config) -> run(close_pending_no_delivery, Config).
+
+%% @doc A hot passive echo (blocking recv(S, 0), 40 round trips) has its
+%% input taken over by the readiness port (`port_holds'); closing it while
+%% its reader waits wakes the reader, and the port lets the fd go and closes
+%% it (`port_held' and the fd count back to where they were). Four cycles, so
+%% later connections get the fd numbers of earlier ones: every reply is the
+%% connection's own.
+readiness_held_echo_close(Config) -> run(held_echo_close, Config).
+
+%% @doc A held {active, true} socket turned passive, with data arriving: the
+%% port gives its input back to the set (`port_returns'), the data is read by
+%% a passive recv, and active delivery works again after.
+readiness_held_input_returned(Config) -> run(held_input_returned, Config).
+
+%% @doc Owners of held sockets killed while data is pending: the sockets
+%% close, the port closes their fds, nothing stays behind.
+readiness_held_owner_death(Config) -> run(held_owner_death, Config).
+
+%% @doc A held socket's blocked writer (4 MiB into a slow reader) waits in
+%% the set (no enif_select), and its reads go on after.
+readiness_held_writer(Config) -> run(held_writer, Config).
 
 %% @doc Owners killed while their sockets' data is pending in the batch: the
 %% sockets close and nothing stays behind (sockets, fds back to baseline).
@@ -410,6 +445,98 @@ body(owner_death_pending_leaks_nothing, #{tcp := Tcp}) ->
     R = isolated(fun() -> owner_deaths(Tcp, 20) end),
     ok = R,
     ok = settle(Tcp, Base, erlang:monotonic_time(millisecond) + 15000);
+body(held_echo_close, #{sock := nifsock}) ->
+    Base = held_baseline(),
+    [ok = held_cycle(I) || I <- lists:seq(1, 4)],
+    ok = held_settle(Base, deadline());
+body(held_input_returned, #{tcp := nifsock_tcp}) ->
+    Base = held_baseline(),
+    {ok, L} = nifsock_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, nifsock_test_lib:port(nifsock_tcp, L),
+                              [binary, {active, false}, {nodelay, true}], ?T),
+    {ok, A} = nifsock_tcp:accept(L, ?T),
+    ok = nifsock_tcp:setopts(A, [{active, true}]),
+    #{port_holds := H0} = nifsock:info(),
+    [begin
+         ok = gen_tcp:send(C, <<K:32>>),
+         receive {nifsock, A, <<K:32>>} -> ok after ?T -> error({no_delivery, K}) end
+     end || K <- lists:seq(1, 40)],
+    #{port_holds := H1, port_returns := R0} = nifsock:info(),
+    true = H1 > H0 orelse error({not_held, H0, H1}),
+    ok = nifsock_tcp:setopts(A, [{active, false}]),
+    ok = gen_tcp:send(C, <<"while passive">>),
+    ok = until(fun() -> maps:get(port_returns, nifsock:info()) > R0 end, deadline()),
+    {ok, <<"while passive">>} = nifsock_tcp:recv(A, 0, ?T),
+    ok = nifsock_tcp:setopts(A, [{active, once}]),
+    ok = gen_tcp:send(C, <<"again">>),
+    receive {nifsock, A, <<"again">>} -> ok after ?T -> error(no_delivery_after) end,
+    nothing = no_message(),
+    ok = nifsock_tcp:close(A),
+    ok = gen_tcp:close(C),
+    ok = nifsock_tcp:close(L),
+    ok = held_settle(Base, deadline());
+body(held_owner_death, #{tcp := nifsock_tcp}) ->
+    Base = held_baseline(),
+    {ok, L} = nifsock_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}},
+                                     {backlog, 64}]),
+    Port = nifsock_test_lib:port(nifsock_tcp, L),
+    #{port_holds := H0} = nifsock:info(),
+    Pairs = [begin
+                 {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port,
+                                           [binary, {active, false}, {nodelay, true}], ?T),
+                 {ok, A} = nifsock_tcp:accept(L, ?T),
+                 Owner = spawn(fun() -> held_echo_owner(A) end),
+                 ok = nifsock_tcp:controlling_process(A, Owner),
+                 Owner ! go,
+                 [begin
+                      ok = gen_tcp:send(C, <<K:32>>),
+                      {ok, <<K:32>>} = gen_tcp:recv(C, 4, ?T)
+                  end || K <- lists:seq(1, 30)],
+                 {C, Owner}
+             end || _ <- lists:seq(1, 8)],
+    #{port_holds := H1} = nifsock:info(),
+    true = H1 >= H0 + 8 orelse error({not_held, H0, H1}),
+    %% data pending for every socket, then every owner killed before a yield
+    [ok = gen_tcp:send(C, <<"pending">>) || {C, _} <- Pairs],
+    [exit(O, kill) || {_, O} <- Pairs],
+    %% (an owner may echo its data before its kill signal is handled)
+    [ok = until_closed(C, <<>>) || {C, _} <- Pairs],
+    [ok = gen_tcp:close(C) || {C, _} <- Pairs],
+    ok = nifsock_tcp:close(L),
+    ok = held_settle(Base, deadline());
+body(held_writer, #{sock := nifsock}) ->
+    Base = held_baseline(),
+    {L, C, A} = nifsock_test_lib:pair(nifsock),
+    ok = nifsock:setopt(A, {socket, sndbuf}, 8192),
+    ok = nifsock:setopt(C, {socket, rcvbuf}, 8192),
+    #{port_holds := H0} = nifsock:info(),
+    Self = self(),
+    Echo = spawn_link(fun() -> Self ! {echoed, self(), echo0(A, 40)} end),
+    [begin
+         ok = nifsock:send(C, <<K:32>>),
+         {ok, <<K:32>>} = nifsock:recv(C, 4, ?T)
+     end || K <- lists:seq(1, 40)],
+    receive {echoed, Echo, A} -> ok after ?T -> error(echo_stuck) end,
+    #{port_holds := H1, selects := S0, writes := W0} = nifsock:info(),
+    true = H1 > H0 orelse error({not_held, H0, H1}),
+    Big = binary:copy(<<"b">>, 4 bsl 20),
+    Reader = spawn_link(fun() -> Self ! {read, self(), slow_read(C, byte_size(Big), 0)} end),
+    ok = nifsock:send(A, Big),
+    Got = receive {read, Reader, N} -> N after 30000 -> error(reader_stuck) end,
+    Got = byte_size(Big),
+    #{selects := S1, writes := W1} = nifsock:info(),
+    %% more than one write: the send waited for room between them
+    true = W1 - W0 > 1 orelse error({writer_never_waited, W0, W1}),
+    0 = S1 - S0,
+    %% its input is still served
+    Echo2 = spawn_link(fun() -> Self ! {echoed, self(), echo0(A, 5)} end),
+    [begin
+         ok = nifsock:send(C, <<K:32>>),
+         {ok, <<K:32>>} = nifsock:recv(C, 4, ?T)
+     end || K <- lists:seq(1, 5)],
+    receive {echoed, Echo2, A} -> ok after ?T -> error(echo_stuck) end,
+    [ok = nifsock:close(X) || X <- [A, C, L]],
+    ok = held_settle(Base, deadline());
 body(fd_reuse_canary_short, #{sock := Mod}) ->
     {L, Addr} = nifsock_test_lib:listener(Mod, inet, 256),
     Self = self(),
@@ -850,6 +977,86 @@ isolated(F) ->
     after 60000 ->
             exit(P, kill),
             timeout
+    end.
+
+%% One held cycle: a connection echoed 40 times by a reader in recv(S, 0),
+%% its input taken over by the port, then closed under the waiting reader.
+held_cycle(I) ->
+    {L, C, A} = nifsock_test_lib:pair(nifsock),
+    #{port_holds := H0} = nifsock:info(),
+    Self = self(),
+    Echo = spawn_link(fun() -> Self ! {echo_end, self(), held_echo(A)} end),
+    [begin
+         ok = nifsock:send(C, <<I:32, K:32>>),
+         {ok, <<I:32, K:32>>} = nifsock:recv(C, 8, ?T)
+     end || K <- lists:seq(1, 40)],
+    #{port_holds := H1, port_held := Held} = nifsock:info(),
+    true = (H1 > H0 andalso Held >= 1) orelse error({not_held, H0, H1, Held}),
+    ok = blocked(Echo),
+    ok = nifsock:close(A),
+    {error, closed} = receive {echo_end, Echo, R} -> R after ?T -> error(reader_not_woken) end,
+    {error, closed} = nifsock:recv(C, 0, ?T),
+    ok = nifsock:close(C),
+    ok = nifsock:close(L).
+
+held_echo(A) ->
+    case nifsock:recv(A, 0) of
+        {ok, B} -> ok = nifsock:send(A, B), held_echo(A);
+        Error -> Error
+    end.
+
+%% K blocking recv(S, 0) calls echoed (the drain's eager reads).
+echo0(A, 0) ->
+    A;
+echo0(A, K) ->
+    {ok, B} = nifsock:recv(A, 0, ?T),
+    ok = nifsock:send(A, B),
+    echo0(A, K - 1).
+
+until_closed(C, Acc) ->
+    case gen_tcp:recv(C, 0, ?T) of
+        {ok, B} when byte_size(Acc) + byte_size(B) =< 7 -> until_closed(C, <<Acc/binary, B/binary>>);
+        {error, closed} when Acc =:= <<>>; Acc =:= <<"pending">> -> ok;
+        Other -> error({unexpected, Other, Acc})
+    end.
+
+held_echo_owner(A) ->
+    receive go -> ok end,
+    ok = nifsock_tcp:setopts(A, [{active, true}]),
+    held_echo_loop(A).
+
+held_echo_loop(A) ->
+    receive
+        {nifsock, A, B} -> ok = nifsock_tcp:send(A, B), held_echo_loop(A);
+        {nifsock_closed, A} -> ok
+    end.
+
+slow_read(_C, Want, Got) when Got >= Want ->
+    Got;
+slow_read(C, Want, Got) ->
+    {ok, B} = nifsock:recv(C, 0, ?T),
+    timer:sleep(1),
+    slow_read(C, Want, Got + byte_size(B)).
+
+held_baseline() ->
+    {baseline(nifsock_tcp), maps:get(port_held, nifsock:info())}.
+
+%% Back to the baseline's sockets and fds, and the port holds no more fds
+%% than it did then.
+held_settle({Base, Held0}, Deadline) ->
+    ok = settle(nifsock_tcp, Base, Deadline),
+    until(fun() -> maps:get(port_held, nifsock:info()) =< Held0 end, Deadline).
+
+deadline() -> erlang:monotonic_time(millisecond) + 15000.
+
+until(F, Deadline) ->
+    case F() of
+        true -> ok;
+        false ->
+            case erlang:monotonic_time(millisecond) > Deadline of
+                true -> error(timeout);
+                false -> timer:sleep(10), until(F, Deadline)
+            end
     end.
 
 baseline(Tcp) ->

@@ -87,6 +87,7 @@ fn start(env: Env) -> bool {
     readiness::install(
         ops::tcp::active::deliver_from_drain,
         ops::recv::take_from_drain,
+        lifecycle::close_released,
     ) && ops::dist::install()
         && sys::resource::register_set(env)
         && sys::resource::register::<socket::Socket>(env)

@@ -102,6 +102,13 @@ pub static GETSOCKOPTS: Counter = Counter::new(18);
 /// Reads a readiness drain made for a blocking `recv(S, 0)` and sent to it
 /// as its result (no select message, no second recv call).
 pub static EAGER_READS: Counter = Counter::new(19);
+/// Sockets whose input the readiness port took over (its own `driver_select`
+/// of their fd, `readiness/direct.rs`).
+pub static PORT_HOLDS: Counter = Counter::new(20);
+/// Held sockets whose input the port gave back to the set (no reader armed).
+pub static PORT_RETURNS: Counter = Counter::new(21);
+/// Socket fds the readiness port holds now (until ERTS's `stop_select`).
+pub static PORT_HELD: Gauge = Gauge::new(22);
 
 /// All counters by name, for `nifsock:info/0`; `object_bytes` is the size of
 /// one socket resource object (ERTS counts it as binary memory).
@@ -128,6 +135,9 @@ pub fn snapshot(object_bytes: usize) -> Vec<(&'static str, i64)> {
         ("setsockopts", c(&SETSOCKOPTS)),
         ("getsockopts", c(&GETSOCKOPTS)),
         ("eager_reads", c(&EAGER_READS)),
+        ("port_holds", c(&PORT_HOLDS)),
+        ("port_returns", c(&PORT_RETURNS)),
+        ("port_held", PORT_HELD.get()),
         // Library generations sharing these counters (2 between an upgrade
         // and the purge of the old code), and upgrades since the first load.
         ("nif_libs", i64::try_from(carry::libs()).unwrap_or(i64::MAX)),

@@ -177,11 +177,21 @@ pub fn close_fd(fd: RawFd, how: How) {
 /// back, for the caller to close off the normal schedulers.
 pub(super) fn take_and_close_nonblocking(s: &Socket) -> Option<RawFd> {
     let fd = s.fd.take()?;
+    if readiness::release(fd, s.close_may_block()) {
+        // the readiness port holds it: closed once ERTS lets it go
+        return None;
+    }
     if s.close_may_block() {
         return Some(fd);
     }
     close_fd(fd, How::Inline);
     None
+}
+
+/// Closes an fd the readiness port held, once ERTS let it go (its
+/// `stop_select`): on the closer thread if close(2) may block.
+pub fn close_released(fd: RawFd, lingering: bool) {
+    close_fd(fd, if lingering { How::Closer } else { How::Inline });
 }
 
 /// Hands a lingering fd left in `pending_close` to the closer thread.

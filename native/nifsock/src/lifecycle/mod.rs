@@ -16,7 +16,9 @@ mod ctx;
 mod notice;
 mod waiters;
 
-pub use close::{close, close_fd, close_never_blocking, finish_lingering_close, Closed, How};
+pub use close::{
+    close, close_fd, close_never_blocking, close_released, finish_lingering_close, Closed, How,
+};
 pub use closer::stop as stop_closer;
 pub use ctx::Ctx;
 pub use notice::sock_term;

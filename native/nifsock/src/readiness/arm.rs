@@ -27,6 +27,7 @@ pub fn arm(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm> {
     if st.rd.key.is_none() {
         st.rd.key = Some(set::register(obj, fd, epoll::IN)?);
     }
+    st.rd.strike = false;
     if st.rd.ready || st.rd.hup {
         st.rd.ready = false;
         st.rd.armed = false;
@@ -53,7 +54,12 @@ pub fn arm_write(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm>
             st.rd.out = true;
         }
         Some(k) if !st.rd.out => {
-            set::modify(fd, k, epoll::IN | epoll::OUT)?;
+            if st.rd.direct {
+                // its input is the port's: in the set for writes only
+                set::add(fd, k, epoll::OUT)?;
+            } else {
+                set::modify(fd, k, epoll::IN | epoll::OUT)?;
+            }
             st.rd.out = true;
         }
         Some(_) => {}
@@ -128,6 +134,11 @@ pub fn rearm_direct(obj: Obj<'_, Socket>, more: bool) {
     let mut st = s.lock();
     let Some(k) = st.rd.key else { return };
     st.rd.armed = true;
+    if st.rd.direct {
+        // the port holds its input: a level-triggered pollset reports what
+        // is left after other work
+        return;
+    }
     if more || st.rd.ready || st.rd.hup {
         st.rd.ready = false;
         if !std::mem::replace(&mut st.rd.queued, true) {

@@ -5,12 +5,14 @@
 //! installs, and tells an armed writer (send, sendfile or connect) its socket
 //! is writable.
 
+use std::os::fd::RawFd;
 use std::sync::{Mutex, OnceLock};
 
 use rustler::sys::ErlNifPid;
 use rustler::{Atom, Encoder, Env, Term};
 
 use super::arm::push;
+use super::direct;
 use super::set::{self, lock, EFD_KEY};
 use crate::atoms;
 use crate::socket::{Active, Phase, Socket, State};
@@ -64,16 +66,19 @@ static TAKE: OnceLock<Take> = OnceLock::new();
 /// The driver hooks.
 static HOOKS: Hooks = Hooks {
     start: set::on_port_start,
-    ready: drain,
-    stop: set::on_port_stop,
+    ready,
+    stop: on_port_stop,
+    released: direct::released,
 };
 
-/// Installs the driver hooks, the active delivery and the eager read, and
-/// makes (or, in an upgrade, finds) the shared state (from the NIF's `load`
-/// or `upgrade`). False if the state can't be kept.
-pub fn install(deliver: Deliver, take: Take) -> bool {
+/// Installs the driver hooks, the active delivery, the eager read and the
+/// close of the fds the port held, and makes (or, in an upgrade, finds) the
+/// shared state (from the NIF's `load` or `upgrade`). False if the state
+/// can't be kept.
+pub fn install(deliver: Deliver, take: Take, close: direct::Close) -> bool {
     let _ = DELIVER.set(deliver);
     let _ = TAKE.set(take);
+    direct::install(close);
     let ok = set::init();
     driver::set_hooks(&HOOKS);
     ok
@@ -179,11 +184,42 @@ pub fn pump_drain<'a>(env: Env<'a>, pump: &ErlNifPid, msg: Term<'a>) -> bool {
     resource::arm_set(env, set.epfd, pump, msg)
 }
 
-/// `ready_input`: serves at most [`BATCH`] events, then at most [`BATCH`]
-/// backlog entries.
-fn drain() {
-    drain_with(None);
+/// `ready_input` of the set (a batch: at most [`BATCH`] events, then at most
+/// [`BATCH`] backlog entries) or of a socket fd the port holds (its input).
+fn ready(fd: RawFd) {
+    let Some(set) = set::get() else { return };
+    if fd == set.epfd {
+        drain_with(None);
+    } else {
+        held_input(fd);
+    }
+    direct::serve_releases();
 }
+
+/// The port stops: the set's source is off, and the fds it holds are let go.
+fn on_port_stop() {
+    set::on_port_stop();
+    direct::release_all();
+}
+
+/// Input on a socket fd the port holds: served as one edge of the set would be.
+fn held_input(fd: RawFd) {
+    let Some(k) = direct::key_of(fd) else { return };
+    let Some(kept) = set::lookup(k) else { return };
+    let Some(menv) = ReusedEnv::take() else {
+        return;
+    };
+    let out = Out {
+        menv,
+        caller: None,
+        port: driver::ready_port(),
+    };
+    fire(&kept, k, HELD, false, &out);
+}
+
+/// A held fd's input, as an event of the set (`EPOLLIN` alone: a hang-up is
+/// found by the read, the pollset is level-triggered).
+const HELD: u32 = libc::EPOLLIN as u32;
 
 fn drain_with(caller: Option<Env>) {
     let Some(set) = set::get() else { return };
@@ -377,9 +413,14 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
     st.rd.hup |= events & epoll::HUP != 0;
     if !st.rd.armed {
         st.rd.ready = true;
+        if st.rd.direct && std::mem::replace(&mut st.rd.strike, true) {
+            // a second report with no reader: give the input back to the set
+            direct::demote(obj, st, key);
+        }
         return 0;
     }
     st.rd.armed = false;
+    st.rd.strike = false;
     let Some(w) = st.readers.current.as_ref() else {
         return 0;
     };
@@ -387,9 +428,13 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
     if st.tcp.active != Active::Off {
         // The waiter is the socket's pump: deliver here, no pump hop.
         drop(guard);
-        return DELIVER
+        let n = DELIVER
             .get()
             .map_or(0, |deliver| deliver(obj, key, &pid, out));
+        if out.on_port() {
+            direct::served(obj, &mut s.lock(), key);
+        }
+        return n;
     }
     // Eager: alone (no queue behind it, so no monitor to drop and no one to
     // promote), nothing of a recv(S, N) kept, and alive: the bytes of a
@@ -407,6 +452,9 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
                 Taken::Sent(n) => {
                     st.readers.current = None;
                     st.compact();
+                    if out.on_port() {
+                        direct::served(obj, st, key);
+                    }
                     return n;
                 }
                 Taken::Empty => {

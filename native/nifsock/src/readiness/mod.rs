@@ -18,6 +18,14 @@
 //!   ten `ready_input`s ERTS moves it into its level-triggered scheduler
 //!   pollset, so a scheduler polls it itself. (`pump`: a process
 //!   `enif_select`s the set's fd once per batch and drains it in a NIF call.)
+//! * **Hot sockets held by the port** (`direct`). A socket whose reads a
+//!   drain keeps serving (active deliveries, eager reads) has its fd
+//!   `driver_select`ed by the readiness port itself after 16 of them, and
+//!   leaves the set for input: once ERTS moved that fd into the scheduler
+//!   pollset, the scheduler's own `epoll_wait` names the socket and
+//!   `ready_input` reads it, with no `epoll_wait` of the set in between. Input
+//!   nobody takes goes back to the set; the port closes a held fd itself, once
+//!   ERTS let it go (`stop_select`).
 //! * **Drain in batches** (`drain`). At most [`drain::BATCH`] events per call
 //!   from `epoll_wait(timeout 0)`: a passive waiter gets its select message,
 //!   except a blocking `recv(S, 0)`, which is read for there and sent its
@@ -41,11 +49,13 @@
 //! `select` every wait is one `enif_select`.
 
 mod arm;
+mod direct;
 mod drain;
 mod set;
 
 pub use arm::{
     arm, arm_write, cancel, defer_armed, hup, rearm_direct, unregister, write_attempt, Arm,
 };
+pub use direct::release;
 pub use drain::{install, pump_drain, Out, Taken};
 pub use set::{enabled, pump_on, set_pump, shared_size};

@@ -30,6 +30,18 @@ struct Table {
     free: Vec<u32>,
 }
 
+/// What the readiness port holds a socket fd for (`direct`).
+#[derive(Debug, Clone, Copy)]
+pub(super) enum Held {
+    /// Input selected; events go to the socket of this slot key.
+    Read(u64),
+    /// Input given back to the set (the fd stays held until its close).
+    Paused,
+    /// Its socket closed: closed at `stop_select`; `true` if close(2) may
+    /// block (SO_LINGER set after the fd moved: the closer thread closes it).
+    Closing(bool),
+}
+
 /// The readiness layer's state, shared by every library generation.
 #[derive(Default)]
 pub(super) struct Shared {
@@ -39,6 +51,12 @@ pub(super) struct Shared {
     table: Mutex<Table>,
     /// Slot keys whose delivery stopped at its read bound: served by the next drain.
     pub(super) backlog: Mutex<Vec<u64>>,
+    /// The fds the readiness port holds itself (`direct`), by fd number.
+    pub(super) held: Mutex<Vec<Option<Held>>>,
+    /// Held fds whose socket closed: the port lets them go in its next drain.
+    pub(super) releases: Mutex<Vec<RawFd>>,
+    /// Whether the port ever held an fd (closes skip the table until then).
+    pub(super) any_held: std::sync::atomic::AtomicBool,
 }
 
 /// The size of the shared state, for the upgrade fingerprint.
@@ -185,6 +203,19 @@ pub(super) fn register(obj: Obj<'_, Socket>, fd: RawFd, events: u32) -> Option<u
         return None;
     }
     Some(k)
+}
+
+/// Adds `fd` back to the set under its slot key `k` (for `events`, edge-triggered).
+pub(super) fn add(fd: RawFd, k: u64, events: u32) -> Option<()> {
+    let set = get()?;
+    epoll::add(set.epfd, fd, events | epoll::ET, k).ok()
+}
+
+/// Takes `fd` out of the set (its slot stays).
+pub(super) fn remove(fd: RawFd) {
+    if let Some(set) = get() {
+        epoll::del(set.epfd, fd);
+    }
 }
 
 /// Changes the events of a registered `fd` (key `k`) to `events`, edge-triggered.

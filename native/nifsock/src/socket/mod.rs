@@ -38,7 +38,7 @@ mod tcp;
 /// change to what an upgrade carries over: the slot order of `stats`, the
 /// readiness `Shared` state (`readiness/set.rs`), `sys::carry::Carry`, the
 /// driver's `Hooks` or port kinds, or the dist park table (`sys::distdrv`).
-pub const LAYOUT: u32 = 3;
+pub const LAYOUT: u32 = 4;
 
 /// Lifecycle of a socket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -31,4 +31,14 @@ pub struct SockRd {
     /// The current write wait was armed in the set, not with enif_select
     /// (so cancelling it costs no system call).
     pub w_set: bool,
+    /// The fd's input is selected by the readiness port itself (it left the
+    /// set for reads; see `readiness/direct.rs`).
+    pub direct: bool,
+    /// Reads the drain served since the fd joined the set or left the port.
+    pub hits: u8,
+    /// Times the port gave the fd's input back to the set.
+    pub demotions: u8,
+    /// The port reported the held input once with no reader armed (a second
+    /// report in a row gives the input back to the set).
+    pub strike: bool,
 }

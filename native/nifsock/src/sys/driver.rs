@@ -1,7 +1,8 @@
 //! A minimal ERTS driver in the same shared object as the NIF, with two kinds
 //! of port. The readiness port (`open_port({spawn_driver, "libnifsock"}, ..)`)
 //! has a port `driver_select` one fd for input (nifsock's readiness epoll
-//! set) and runs [`Hooks::ready`] when ERTS calls `ready_input`. A dist port
+//! set), and the socket fds the readiness layer hands it ([`hold`]), and
+//! runs [`Hooks::ready`] with the fd when ERTS calls `ready_input`. A dist port
 //! (`"libnifsock dist"`) is `nifsock_dist`'s port carrier: its callbacks are
 //! `distdrv`'s.
 //!
@@ -95,6 +96,48 @@ thread_local! {
     /// The port id of this copy's port while its `ready_input` runs on this
     /// thread (0 otherwise): a drain run by it may send from the port.
     static READY_PORT: Cell<usize> = const { Cell::new(0) };
+    /// The readiness port itself (its `ErlDrvPort`) while this copy's driver
+    /// runs its `ready_input` or `stop` on this thread (null otherwise): a
+    /// drain may `driver_select` sockets' fds on it ([`hold`]).
+    static READY_DRV: Cell<ErlDrvPort> = const { Cell::new(std::ptr::null_mut()) };
+}
+
+/// What [`hold`] does with a socket's fd on the readiness port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Hold {
+    /// Select it for input (`READ|USE`): its events come to `ready_input`.
+    Read,
+    /// Stop its input (`READ` off), keeping it held (`USE` stays on).
+    Pause,
+    /// Let it go (`READ|USE` off): ERTS calls `stop_select` for it, now or
+    /// once no poller holds it, and only then may it be closed.
+    Release,
+}
+
+/// `driver_select`s `fd` on the readiness port, from its `ready_input` or
+/// `stop` (false elsewhere, or if ERTS refused).
+pub fn hold(fd: RawFd, how: Hold) -> bool {
+    let port = READY_DRV.with(Cell::get);
+    if port.is_null() {
+        return false;
+    }
+    let (mode, on) = match how {
+        Hold::Read => (ERL_DRV_READ | ERL_DRV_USE, 1),
+        Hold::Pause => (ERL_DRV_READ, 0),
+        Hold::Release => (ERL_DRV_READ | ERL_DRV_USE, 0),
+    };
+    // SAFETY: port is the readiness port whose callback runs on this thread
+    // (READY_DRV is set only around those callbacks), so it is valid and
+    // locked; fd is an open socket fd that stays open until its stop_select.
+    unsafe { driver_select(port, event_of(fd), mode, on) == 0 }
+}
+
+/// Runs `f` with the readiness port `port` as the one [`hold`] selects on.
+fn with_drv<R>(port: ErlDrvPort, f: impl FnOnce() -> R) -> R {
+    READY_DRV.with(|c| c.set(port));
+    let r = f();
+    READY_DRV.with(|c| c.set(std::ptr::null_mut()));
+    r
 }
 
 /// The port whose `ready_input` (this copy's driver's) runs the current
@@ -108,11 +151,14 @@ pub fn ready_port() -> Option<PortId> {
 pub struct Hooks {
     /// A port opened: the fd to select for input, or None to refuse the port.
     pub start: fn() -> Option<RawFd>,
-    /// `ready_input` on the selected fd (a normal scheduler, port lock held,
-    /// no process locks).
-    pub ready: fn(),
-    /// The port closed (its select is gone).
+    /// `ready_input` on a selected fd (a normal scheduler, port lock held,
+    /// no process locks): the set's, or one [`hold`] selected.
+    pub ready: fn(RawFd),
+    /// The port closes (its select of the set is gone; [`hold`] may still
+    /// release the fds it holds).
     pub stop: fn(),
+    /// `stop_select` of an fd: true if it was one [`hold`] selected.
+    pub released: fn(RawFd) -> bool,
 }
 
 /// The hooks this copy's driver forwards to: this copy's own, or, once a
@@ -238,7 +284,7 @@ unsafe extern "C" fn drv_stop(data: ErlDrvData) {
     );
     let _ = std::panic::catch_unwind(|| {
         if let Some(h) = hooks() {
-            (h.stop)();
+            with_drv(port, h.stop);
         }
     });
 }
@@ -266,23 +312,24 @@ unsafe fn port_data<'a>(data: ErlDrvData) -> Option<&'a mut PortData> {
     unsafe { data.cast::<PortData>().as_mut() }
 }
 
-unsafe extern "C" fn drv_ready_input(data: ErlDrvData, _event: ErlDrvEvent) {
+unsafe extern "C" fn drv_ready_input(data: ErlDrvData, event: ErlDrvEvent) {
     // SAFETY: data is the PortData drv_start made, alive until drv_stop.
     if let Some(d) = unsafe { dist_of(data) } {
         // SAFETY: d is the port's live dist data, its lock held.
         return unsafe { distdrv::ready_input(d) };
     }
     // SAFETY: data is the PortData drv_start made, alive until drv_stop.
-    let port = match unsafe { port_data(data) } {
-        Some(PortData::Dist(_)) => 0,
-        // SAFETY: the port is valid (and locked) during its ready_input.
-        Some(PortData::Readiness { port, .. }) => unsafe { driver_mk_port(*port) },
-        None => 0,
+    let Some(PortData::Readiness { port, .. }) = (unsafe { port_data(data) }) else {
+        return;
     };
-    READY_PORT.with(|c| c.set(port));
+    let drv = *port;
+    // SAFETY: the port is valid (and locked) during its ready_input.
+    let id = unsafe { driver_mk_port(drv) };
+    let fd = event as isize as RawFd;
+    READY_PORT.with(|c| c.set(id));
     let _ = std::panic::catch_unwind(|| {
         if let Some(h) = hooks() {
-            (h.ready)();
+            with_drv(drv, || (h.ready)(fd));
         }
     });
     READY_PORT.with(|c| c.set(0));
@@ -342,9 +389,15 @@ unsafe extern "C" fn drv_control(
 
 unsafe extern "C" fn drv_stop_select(event: ErlDrvEvent, _reserved: *mut c_void) {
     // The readiness port's epoll fd belongs to the readiness module and is
-    // reused by the next port; a dist port's fd is closed here (distdrv).
+    // reused by the next port; a socket fd the readiness port held goes back
+    // to the readiness module (which closes it if its socket closed); a dist
+    // port's fd is closed here (distdrv).
     let fd = event as isize as RawFd;
-    let _ = std::panic::catch_unwind(|| distdrv::stop_select(fd));
+    let _ = std::panic::catch_unwind(|| {
+        if !hooks().is_some_and(|h| (h.released)(fd)) {
+            distdrv::stop_select(fd);
+        }
+    });
 }
 
 struct EntryCell(UnsafeCell<ErlDrvEntry>);

@@ -510,16 +510,11 @@ body(held_writer, #{sock := nifsock}) ->
     ok = nifsock:setopt(A, {socket, sndbuf}, 8192),
     ok = nifsock:setopt(C, {socket, rcvbuf}, 8192),
     #{port_holds := H0} = nifsock:info(),
-    Self = self(),
-    Echo = spawn_link(fun() -> Self ! {echoed, self(), echo0(A, 40)} end),
-    [begin
-         ok = nifsock:send(C, <<K:32>>),
-         {ok, <<K:32>>} = nifsock:recv(C, 4, ?T)
-     end || K <- lists:seq(1, 40)],
-    receive {echoed, Echo, A} -> ok after ?T -> error(echo_stuck) end,
+    ok = echo0_rounds(C, A, 40),
     #{port_holds := H1, selects := S0, writes := W0} = nifsock:info(),
     true = H1 > H0 orelse error({not_held, H0, H1}),
     Big = binary:copy(<<"b">>, 4 bsl 20),
+    Self = self(),
     Reader = spawn_link(fun() -> Self ! {read, self(), slow_read(C, byte_size(Big), 0)} end),
     ok = nifsock:send(A, Big),
     Got = receive {read, Reader, N} -> N after 30000 -> error(reader_stuck) end,
@@ -529,12 +524,7 @@ body(held_writer, #{sock := nifsock}) ->
     true = W1 - W0 > 1 orelse error({writer_never_waited, W0, W1}),
     0 = S1 - S0,
     %% its input is still served
-    Echo2 = spawn_link(fun() -> Self ! {echoed, self(), echo0(A, 5)} end),
-    [begin
-         ok = nifsock:send(C, <<K:32>>),
-         {ok, <<K:32>>} = nifsock:recv(C, 4, ?T)
-     end || K <- lists:seq(1, 5)],
-    receive {echoed, Echo2, A} -> ok after ?T -> error(echo_stuck) end,
+    ok = echo0_rounds(C, A, 5),
     [ok = nifsock:close(X) || X <- [A, C, L]],
     ok = held_settle(Base, deadline());
 body(fd_reuse_canary_short, #{sock := Mod}) ->
@@ -1004,6 +994,16 @@ held_echo(A) ->
         {ok, B} -> ok = nifsock:send(A, B), held_echo(A);
         Error -> Error
     end.
+
+%% K round trips from C, echoed on A by a process in blocking recv(A, 0).
+echo0_rounds(C, A, K) ->
+    Self = self(),
+    Echo = spawn_link(fun() -> Self ! {echoed, self(), echo0(A, K)} end),
+    [begin
+         ok = nifsock:send(C, <<I:32>>),
+         {ok, <<I:32>>} = nifsock:recv(C, 4, ?T)
+     end || I <- lists:seq(1, K)],
+    receive {echoed, Echo, A} -> ok after ?T -> error(echo_stuck) end.
 
 %% K blocking recv(S, 0) calls echoed (the drain's eager reads).
 echo0(A, 0) ->

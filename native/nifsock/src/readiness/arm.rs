@@ -3,6 +3,7 @@
 
 use std::os::fd::RawFd;
 
+use super::direct;
 use super::set::{self, lock};
 use crate::socket::{Socket, State};
 use crate::sys::epoll;
@@ -127,13 +128,16 @@ pub fn unregister(st: &mut State, fd: Option<RawFd>) -> Option<Kept<Socket>> {
     set::free_slot(k)
 }
 
-/// After a delivery from a drain: wait for the next edge, or, when more may
-/// already be there, come back in a later drain.
+/// After a delivery from a drain: counts it toward handing the socket's
+/// input to the port (`direct::served`), then waits for the next edge, or,
+/// when more may already be there and the set has its input, comes back in
+/// a later drain.
 pub fn rearm_direct(obj: Obj<'_, Socket>, more: bool) {
     let s = obj.get();
     let mut st = s.lock();
     let Some(k) = st.rd.key else { return };
     st.rd.armed = true;
+    direct::served(obj, &mut st, k);
     if st.rd.direct {
         // the port holds its input: a level-triggered pollset reports what
         // is left after other work

@@ -53,12 +53,17 @@ fn index(fd: RawFd) -> Option<usize> {
     usize::try_from(fd).ok()
 }
 
-/// After the drain served a read of the socket (state `st`, locked, slot key
-/// `key`), in the port's `ready_input`: moves its input to the port once it
-/// is hot. Not for a socket that also has enif_select waits (ERTS would see
-/// two owners), shares its fd, or may linger at close.
+/// After a drain served a read of the socket (state `st`, locked, slot key
+/// `key`): in the port's `ready_input` (nothing elsewhere), moves its input
+/// to the port once it is hot. Not for a socket that also has enif_select
+/// waits (ERTS would see two owners), shares its fd, or may linger at close.
 pub(super) fn served(obj: Obj<'_, Socket>, st: &mut State, key: u64) {
-    if st.rd.direct || st.rd.key != Some(key) || st.selected || st.rd.demotions >= MAX_DEMOTIONS {
+    if !driver::holding()
+        || st.rd.direct
+        || st.rd.key != Some(key)
+        || st.selected
+        || st.rd.demotions >= MAX_DEMOTIONS
+    {
         return;
     }
     st.rd.hits = st.rd.hits.saturating_add(1);
@@ -182,11 +187,9 @@ pub(super) fn serve_releases() {
     for fd in fds {
         // stop_select may run inside this call (then `released` closes it)
         if !driver::hold(fd, Hold::Release) {
-            // ERTS refused: it does not hold the fd, so close it here
-            if take_closing(fd).is_some() {
-                stats::PORT_HELD.down();
-                close(fd);
-            }
+            // ERTS refused: it does not hold the fd, so no stop_select will
+            // come; it is let go (and closed) here
+            released(fd);
         }
     }
 }
@@ -205,25 +208,6 @@ pub(super) fn release_all() {
         let _ = driver::hold(fd, Hold::Release);
     }
     lock(&sh.releases).clear();
-}
-
-/// Removes the table entry of `fd` if its socket closed: whether its close(2)
-/// may block.
-fn take_closing(fd: RawFd) -> Option<bool> {
-    let sh = set::shared()?;
-    let mut held = lock(&sh.held);
-    let slot = held.get_mut(index(fd)?)?;
-    match *slot {
-        Some(Held::Closing(l)) => {
-            *slot = None;
-            Some(l)
-        }
-        _ => None,
-    }
-}
-
-fn close(fd: RawFd) {
-    close_with(fd, false);
 }
 
 fn close_with(fd: RawFd, lingering: bool) {

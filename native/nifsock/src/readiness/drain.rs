@@ -98,6 +98,16 @@ pub struct Out<'a> {
 /// another key and makes its own). Used by this copy's port drains only.
 static EXTS: Mutex<Vec<Option<(u64, Ext)>>> = Mutex::new(Vec::new());
 
+impl<'a> Out<'a> {
+    /// A drain's messages: with the caller's env (the pump's NIF call), or,
+    /// with none, from the readiness port when its `ready_input` runs here.
+    fn new(caller: Option<Env<'a>>) -> Option<Out<'a>> {
+        let menv = ReusedEnv::take()?;
+        let port = caller.is_none().then(driver::ready_port).flatten();
+        Some(Out { menv, caller, port })
+    }
+}
+
 impl Out<'_> {
     /// Builds a message in the drain's env and sends it to `pid`.
     pub fn emit(&self, pid: &ErlNifPid, f: impl for<'b> FnOnce(Env<'b>) -> Term<'b>) -> bool {
@@ -206,14 +216,7 @@ fn on_port_stop() {
 fn held_input(fd: RawFd) {
     let Some(k) = direct::key_of(fd) else { return };
     let Some(kept) = set::lookup(k) else { return };
-    let Some(menv) = ReusedEnv::take() else {
-        return;
-    };
-    let out = Out {
-        menv,
-        caller: None,
-        port: driver::ready_port(),
-    };
+    let Some(out) = Out::new(None) else { return };
     fire(&kept, k, HELD, false, &out);
 }
 
@@ -223,11 +226,7 @@ const HELD: u32 = libc::EPOLLIN as u32;
 
 fn drain_with(caller: Option<Env>) {
     let Some(set) = set::get() else { return };
-    let Some(menv) = ReusedEnv::take() else {
-        return;
-    };
-    let port = caller.is_none().then(driver::ready_port).flatten();
-    let out = Out { menv, caller, port };
+    let Some(out) = Out::new(caller) else { return };
     let (backlog, left) = set::shared()
         .map(|sh| {
             let mut b = lock(&sh.backlog);
@@ -428,13 +427,10 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
     if st.tcp.active != Active::Off {
         // The waiter is the socket's pump: deliver here, no pump hop.
         drop(guard);
-        let n = DELIVER
+        // (a delivery that rearms counts as served: `rearm_direct`)
+        return DELIVER
             .get()
             .map_or(0, |deliver| deliver(obj, key, &pid, out));
-        if out.on_port() {
-            direct::served(obj, &mut s.lock(), key);
-        }
-        return n;
     }
     // Eager: alone (no queue behind it, so no monitor to drop and no one to
     // promote), nothing of a recv(S, N) kept, and alive: the bytes of a
@@ -452,9 +448,7 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
                 Taken::Sent(n) => {
                     st.readers.current = None;
                     st.compact();
-                    if out.on_port() {
-                        direct::served(obj, st, key);
-                    }
+                    direct::served(obj, st, key);
                     return n;
                 }
                 Taken::Empty => {

@@ -132,6 +132,12 @@ pub fn hold(fd: RawFd, how: Hold) -> bool {
     unsafe { driver_select(port, event_of(fd), mode, on) == 0 }
 }
 
+/// Whether [`hold`] can select here (the readiness port's `ready_input` or
+/// `stop` runs on this thread).
+pub fn holding() -> bool {
+    !READY_DRV.with(Cell::get).is_null()
+}
+
 /// Runs `f` with the readiness port `port` as the one [`hold`] selects on.
 fn with_drv<R>(port: ErlDrvPort, f: impl FnOnce() -> R) -> R {
     READY_DRV.with(|c| c.set(port));

@@ -513,7 +513,7 @@ body(held_writer, #{sock := nifsock}) ->
     ok = echo0_rounds(C, A, 40),
     #{port_holds := H1, selects := S0, writes := W0} = nifsock:info(),
     true = H1 > H0 orelse error({not_held, H0, H1}),
-    Big = binary:copy(<<"b">>, 4 bsl 20),
+    Big = binary:copy(<<"b">>, 512 bsl 10),
     Self = self(),
     Reader = spawn_link(fun() -> Self ! {read, self(), slow_read(C, byte_size(Big), 0)} end),
     ok = nifsock:send(A, Big),

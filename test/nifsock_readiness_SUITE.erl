@@ -163,7 +163,7 @@ readiness_held_input_returned(Config) -> run(held_input_returned, Config).
 %% close, the port closes their fds, nothing stays behind.
 readiness_held_owner_death(Config) -> run(held_owner_death, Config).
 
-%% @doc A held socket's blocked writer (4 MiB into a slow reader) waits in
+%% @doc A held socket's blocked writer (512 KiB into a slow reader) waits in
 %% the set (no enif_select), and its reads go on after.
 readiness_held_writer(Config) -> run(held_writer, Config).
 

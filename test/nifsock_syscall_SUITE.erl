@@ -613,10 +613,17 @@ keepalive_counts(Config, Kind, Readiness) ->
     Clients = [spawn_link(fun() -> ka_client(Self, Port) end) || _ <- lists:seq(1, ?KA_CONNS)],
     [receive {warm, C} -> ok after 10000 -> exit(warmup_stuck) end || C <- Clients],
     OsPid = rpc:call(Node, os, getpid, []),
+    Before = rpc:call(Node, nifsock, info, []),
     {SPort, Out} = strace_attach(Config, OsPid),
     [C ! go || C <- Clients],
     [receive {done, C} -> ok after 60000 -> exit(clients_stuck) end || C <- Clients],
     Counts = strace_detach(SPort, Out),
+    After = rpc:call(Node, nifsock, info, []),
+    ct:pal("~p ~p: warm-up port_holds ~p, port_returns ~p; counted: port_holds +~p, "
+           "port_returns +~p, port_held ~p -> ~p",
+           [Kind, Readiness, maps:get(port_holds, Before), maps:get(port_returns, Before),
+            delta(port_holds, Before, After), delta(port_returns, Before, After),
+            maps:get(port_held, Before), maps:get(port_held, After)]),
     peer:stop(Peer),
     Counts.
 

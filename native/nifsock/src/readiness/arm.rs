@@ -28,7 +28,7 @@ pub fn arm(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm> {
     if st.rd.key.is_none() {
         st.rd.key = Some(set::register(obj, fd, epoll::IN)?);
     }
-    st.rd.strike = false;
+    st.rd.unarmed_since = 0;
     if st.rd.ready || st.rd.hup {
         st.rd.ready = false;
         st.rd.armed = false;

@@ -14,6 +14,15 @@
 //! again), where an edge is kept as sticky readiness as for any socket. A
 //! socket demoted [`MAX_DEMOTIONS`] times stays in the set.
 //!
+//! Input with no reader armed is also the common race of a keep-alive
+//! server: the client's next request arrives between the reply's send and
+//! the server's next `recv`, and a scheduler may poll (and report the fd)
+//! again before the server process runs. So one or two such reports say
+//! nothing; the input is given back only when a report comes
+//! [`UNARMED_GRACE_US`] after the first one with still no reader (a demotion
+//! and the promotion after it cost some fifteen system calls; the grace
+//! costs at most that long of level-triggered reports).
+//!
 //! ERTS must let an fd go before it is closed (`ERL_DRV_USE` off, then its
 //! `stop_select`), and only the port may do that. A held fd is therefore
 //! closed by the port: its socket's close hands the fd to [`release`], the
@@ -25,6 +34,7 @@
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
+use std::time::Instant;
 
 use super::set::{self, lock, Held};
 use crate::socket::{Socket, State};
@@ -38,6 +48,33 @@ const PROMOTE_AFTER: u8 = 16;
 
 /// Demotions after which a socket's input stays in the set.
 const MAX_DEMOTIONS: u8 = 8;
+
+/// How long held input may be reported with no reader armed before it goes
+/// back to the set (microseconds).
+const UNARMED_GRACE_US: u32 = 2_000;
+
+/// Microseconds since the first call, never 0 (0 is "no unarmed report" in
+/// `SockRd::unarmed_since`); wraps after ~71 minutes, which only the
+/// difference of two close readings sees.
+fn clock_us() -> u32 {
+    static START: OnceLock<Instant> = OnceLock::new();
+    let start = *START.get_or_init(Instant::now);
+    // truncation is the wrap
+    let us = start.elapsed().as_micros() as u32;
+    us.max(1)
+}
+
+/// A held socket's input was reported with no reader armed (state `st`,
+/// locked): whether that has gone on for [`UNARMED_GRACE_US`] (the first
+/// such report starts the clock; an arm stops it).
+pub(super) fn unarmed_too_long(st: &mut State) -> bool {
+    let now = clock_us();
+    if st.rd.unarmed_since == 0 {
+        st.rd.unarmed_since = now;
+        return false;
+    }
+    now.wrapping_sub(st.rd.unarmed_since) >= UNARMED_GRACE_US
+}
 
 /// Closes a released fd (`lifecycle` installs it): the fd and whether its
 /// close(2) may block.
@@ -132,6 +169,7 @@ pub(super) fn demote(obj: Obj<'_, Socket>, st: &mut State, key: u64) {
     stats::PORT_RETURNS.incr();
     st.rd.direct = false;
     st.rd.hits = 0;
+    st.rd.unarmed_since = 0;
     st.rd.demotions = st.rd.demotions.saturating_add(1);
     let back = if st.rd.out {
         set::modify(fd, key, epoll::IN | epoll::OUT)

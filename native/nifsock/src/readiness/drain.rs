@@ -412,14 +412,14 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
     st.rd.hup |= events & epoll::HUP != 0;
     if !st.rd.armed {
         st.rd.ready = true;
-        if st.rd.direct && std::mem::replace(&mut st.rd.strike, true) {
-            // a second report with no reader: give the input back to the set
+        if st.rd.direct && direct::unarmed_too_long(st) {
+            // reported again and again with no reader: back to the set
             direct::demote(obj, st, key);
         }
         return 0;
     }
     st.rd.armed = false;
-    st.rd.strike = false;
+    st.rd.unarmed_since = 0;
     let Some(w) = st.readers.current.as_ref() else {
         return 0;
     };

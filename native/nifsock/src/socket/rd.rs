@@ -38,7 +38,9 @@ pub struct SockRd {
     pub hits: u8,
     /// Times the port gave the fd's input back to the set.
     pub demotions: u8,
-    /// The port reported the held input once with no reader armed (a second
-    /// report in a row gives the input back to the set).
-    pub strike: bool,
+    /// When the port first reported the held input with no reader armed
+    /// (`readiness/direct.rs`'s clock; 0: not since the last arm): a report
+    /// grace period (`UNARMED_GRACE_US`) later gives the input back to
+    /// the set.
+    pub unarmed_since: u32,
 }

@@ -18,10 +18,10 @@
 //! server: the client's next request arrives between the reply's send and
 //! the server's next `recv`, and a scheduler may poll (and report the fd)
 //! again before the server process runs. So one or two such reports say
-//! nothing; the input is given back only when a report comes
-//! [`UNARMED_GRACE_US`] after the first one with still no reader (a demotion
-//! and the promotion after it cost some fifteen system calls; the grace
-//! costs at most that long of level-triggered reports).
+//! nothing; the input is given back only when such reports go on for
+//! [`UNARMED_GRACE_US`] with still no reader ([`unarmed_too_long`]; a
+//! demotion and the promotion after it cost some fifteen system calls, the
+//! grace at most that long of level-triggered reports).
 //!
 //! ERTS must let an fd go before it is closed (`ERL_DRV_USE` off, then its
 //! `stop_select`), and only the port may do that. A held fd is therefore
@@ -65,11 +65,17 @@ fn clock_us() -> u32 {
 }
 
 /// A held socket's input was reported with no reader armed (state `st`,
-/// locked): whether that has gone on for [`UNARMED_GRACE_US`] (the first
-/// such report starts the clock; an arm stops it).
+/// locked): whether such reports have gone on for [`UNARMED_GRACE_US`]. The
+/// first one starts a stretch; an arm ends it, and so does a gap as long as
+/// the grace between two reports (a level-triggered pollset reports unread
+/// input at every check, so the input was read meanwhile, by a call that
+/// found it there and did not arm).
 pub(super) fn unarmed_too_long(st: &mut State) -> bool {
     let now = clock_us();
-    if st.rd.unarmed_since == 0 {
+    let fresh =
+        st.rd.unarmed_since == 0 || now.wrapping_sub(st.rd.unarmed_last) >= UNARMED_GRACE_US;
+    st.rd.unarmed_last = now;
+    if fresh {
         st.rd.unarmed_since = now;
         return false;
     }

@@ -38,9 +38,12 @@ pub struct SockRd {
     pub hits: u8,
     /// Times the port gave the fd's input back to the set.
     pub demotions: u8,
-    /// When the port first reported the held input with no reader armed
-    /// (`readiness/direct.rs`'s clock; 0: not since the last arm): a report
-    /// grace period (`UNARMED_GRACE_US`) later gives the input back to
-    /// the set.
+    /// When the port first reported the held input with no reader armed, in
+    /// the current stretch of such reports (`readiness/direct.rs`'s clock; 0:
+    /// none since the last arm): a stretch as long as its grace period
+    /// (`UNARMED_GRACE_US`) gives the input back to the set.
     pub unarmed_since: u32,
+    /// When the port last reported it so (a gap of the grace period ends the
+    /// stretch: the input was read meanwhile without an arm).
+    pub unarmed_last: u32,
 }

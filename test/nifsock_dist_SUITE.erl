@@ -212,8 +212,8 @@ dist_connection_options(_Config) ->
     ok.
 
 %% @doc Ticks (net_ticktime 2 s): an idle connection stays up for 4 s (twice
-%% the tick time), carried by ticks alone; when the peer stops (SIGSTOP) the connection goes down with
-%% net_tick_timeout within a few seconds.
+%% the tick time), carried by ticks alone; when the peer stops (SIGSTOP) the
+%% connection goes down with net_tick_timeout within a few seconds.
 dist_ticks(_Config) ->
     Tick = ["-kernel", "net_ticktime", "2"],
     {PA, _A} = start_node(nifsock, "nifsock_dist_suite", Tick),

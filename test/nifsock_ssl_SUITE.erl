@@ -808,7 +808,7 @@ ssl_ranch_names_and_stats(Config) ->
 
 %% TLS on a unix socket ({ip, {local, Path}}): names are {local, Path} before and after the handshake; cleanup/1 removes the file.
 ssl_ranch_listen_local(Config) ->
-    Path = "/tmp/nifsock_ssl_" ++ integer_to_list(erlang:unique_integer([positive])),
+    Path = nifsock_test_lib:tmp_path("nifsock_ssl"),
     TransOpts = #{socket_opts => [{ip, {local, Path}} | ?config(server_opts, Config)],
                   logger => false},
     {ok, L} = ?TR:listen(TransOpts),

@@ -303,7 +303,7 @@ end_per_testcase(_Case, _Config) ->
 %% A unix socket's names are {local, Path} (inet's shape; ssl over nifsock_tcp needs it), the listener's path on the listener, the accepted socket and the client's peer.
 tcp_local_names(Config) ->
     M = mod(Config),
-    Path = "/tmp/nifsock_tcp_local_" ++ integer_to_list(erlang:unique_integer([positive])),
+    Path = nifsock_test_lib:tmp_path("nifsock_tcp_local"),
     BinPath = list_to_binary(Path),
     {ok, L} = M:listen(0, [binary, {active, false}, {ifaddr, {local, Path}}]),
     {ok, {local, BinPath}} = sockname(Config, L),
@@ -2545,7 +2545,7 @@ tcp_ifaddr_sockaddr_map(Config) ->
 %% AF_LOCAL through gen_tcp's addresses: connect({local, Path}, 0, Opts) is a unix connect without the local option, an unbound client's name is {local, <<>>}, and {local, <<>>} binds to an abstract autobind name.
 tcp_local_address_forms(Config) ->
     M = mod(Config),
-    Path = "/tmp/nifsock_tcp_forms_" ++ integer_to_list(erlang:unique_integer([positive])),
+    Path = nifsock_test_lib:tmp_path("nifsock_tcp_forms"),
     SAddr = {local, list_to_binary(Path)},
     {ok, L} = M:listen(0, [{ifaddr, SAddr}, binary, {active, false}]),
     {ok, SAddr} = sockname(Config, L),

@@ -25,12 +25,12 @@ test-erlang: build
 
 # Every suite again over the other readiness paths (nifsock_readiness: the
 # app env key `readiness'; test-erlang ran the default, driver): select, the
-# fallback, and pump. ERL_FLAGS reaches the CT node and the peer nodes the
-# suites start. The two fuzz properties run 60 cases per function here (300
-# in test-erlang): their calls are bad input, refused before any wait.
+# fallback, and pump, side by side (scripts/ct-passes: ERL_FLAGS reaches the
+# CT node and the peer nodes the suites start; each pass its own build and
+# log dirs). The two fuzz properties run 60 cases per function here (300 in
+# test-erlang): their calls are bad input, refused before any wait.
 test-readiness: build
-	NIFSOCK_FUZZ_CASES=60 ERL_FLAGS="-nifsock readiness select" rebar3 ct --sname nifsock_ct_select
-	NIFSOCK_FUZZ_CASES=60 ERL_FLAGS="-nifsock readiness pump" rebar3 ct --sname nifsock_ct_pump
+	scripts/ct-passes select pump
 
 test-elixir: setup
 	MIX_ENV=test mix test
@@ -43,8 +43,7 @@ test: test-rust test-erlang test-readiness test-elixir test-valgrind
 # The Common Test suites under OTP 27 (Debian trixie) and 29 (sid), in cached
 # debootstrap chroots with this build of the NIF (root; see scripts/otp-chroot).
 test-otp: build
-	NIFSOCK_FUZZ_CASES=60 scripts/otp-chroot 27 rebar3 ct --sname nifsock_ct27
-	NIFSOCK_FUZZ_CASES=60 scripts/otp-chroot 29 rebar3 ct --sname nifsock_ct29
+	scripts/ct-passes otp27 otp29
 
 lint: build
 	rebar3 dialyzer

@@ -96,6 +96,19 @@ vals(Results, W, K, B) ->
 med(Results, W, K, B) ->
     median([V || {_, V} <- vals(Results, W, K, B)]).
 
+%% X against the strongest of Bases: the lowest of X's ratios to each one
+%% (each the median over rounds of X_r / B_r). Each peer is compared as a
+%% whole, in its own rounds; the per-round max over Bases (ratio/5 with more
+%% than one base) takes the luckiest of several noisy runs every round, so it
+%% reads below 1.0 for peers of equal speed (the max of three runs of the
+%% same mean is above that mean).
+vs_strongest(Results, W, K, X, Bases) ->
+    Rs = [ratio(Results, W, K, X, [B]) || B <- Bases],
+    case lists:member(undefined, Rs) of
+        true -> undefined;
+        false -> lists:min(Rs)
+    end.
+
 %% median over rounds of X_r / max(Bases_r)
 ratio(Results, W, K, X, Bases) ->
     Xs = vals(Results, W, K, X),
@@ -237,8 +250,10 @@ targets(H, Results, S, _, Backends) ->
          {"keepalive req/s ≥ 1.0× gen_tcp {active, N}", ratio(Results, keepalive, rps, S, [gen_tcp_active_n]), '>=', 1.0, HasBest},
          {"keepalive nifsock_tcp {active, N} req/s ≥ 1.15× gen_tcp {active, N}", ratio(Results, keepalive, rps, TcpN, [gen_tcp_active_n]), '>=', 1.15, HasBest and Has(TcpN)},
          {"keepalive server CPU/req ≤ 0.85× gen_tcp {active, N}", ratio(Results, keepalive, cpu_us_per_req, S, [gen_tcp_active_n]), '=<', 0.85, HasBest},
-         {"pingpong x1 ≥ 1.0× best(socket, gen_tcp, gen_tcp {active, N})", ratio(Results, pingpong1, rt_per_s, S, Best), '>=', 1.0, lists:all(Has, Best)},
-         {"pingpong x16 ≥ 1.1× best(socket, gen_tcp, gen_tcp {active, N})", ratio(Results, pingpong16, rt_per_s, S, Best), '>=', 1.1, lists:all(Has, Best)},
+         {"pingpong x1 ≥ 1.0× best(socket, gen_tcp, gen_tcp {active, N})", vs_strongest(Results, pingpong1, rt_per_s, S, Best), '>=', 1.0, lists:all(Has, Best)},
+         {"pingpong x1 / per-round max of the three (reference)", ratio(Results, pingpong1, rt_per_s, S, Best), '>=', 1.0, reference},
+         {"pingpong x16 ≥ 1.1× best(socket, gen_tcp, gen_tcp {active, N})", vs_strongest(Results, pingpong16, rt_per_s, S, Best), '>=', 1.1, lists:all(Has, Best)},
+         {"pingpong x16 / per-round max of the three (reference)", ratio(Results, pingpong16, rt_per_s, S, Best), '>=', 1.1, reference},
          {"bulk MB/s ≥ 1.1× socket", ratio(Results, bulk, mb_per_s, S, [socket]), '>=', 1.1, Has(socket)},
          {"idle bytes/conn (erlang:memory) ≤ 0.65× gen_tcp", ratio(Results, idle, mem_total, S, [gen_tcp]), '=<', 0.65, Has(gen_tcp)},
          {"idle bytes/conn (VmRSS) ≤ 0.8× gen_tcp", ratio(Results, idle, rss, S, [gen_tcp]), '=<', 0.8, Has(gen_tcp)}],
@@ -247,6 +262,7 @@ targets(H, Results, S, _, Backends) ->
      md_table(["target", "measured", "status"], Lines), "\n"].
 
 verdict(_, _, _, false) -> "n/a (baseline not run)";
+verdict(_, _, _, reference) -> "reference, not a target";
 verdict(undefined, _, _, _) -> "n/a (no data)";
 verdict(V, '>=', Lim, _) when V >= Lim -> "met";
 verdict(V, '=<', Lim, _) when V =< Lim -> "met";

@@ -20,13 +20,21 @@
 %% spent per unit of work (from /proc/PID/task/*/schedstat, Linux only; the
 %% warm-up is counted too), which the machine's other load disturbs less than
 %% the rates.
+%%
+%% With `pin=1' (the default, where `taskset' is found) node A of every pair
+%% runs on CPU 0 and node B on CPU 1, so each carrier gets the same placement
+%% (unpinned, the round-trip rate is bimodal, by where the kernel happened to
+%% put the two nodes). `load=N' starts N busy loops (`while :; do :; done'),
+%% loop I pinned to CPU I mod the CPU count when pinning, for the whole run:
+%% the loaded machine of the report.
 -module(nifsock_dist_bench).
 
 -export([main/1]).
 %% Run on the peers
 -export([rtt/2, stream/3, small/3, echo/0, sink/2]).
 
--define(DEFAULTS, #{rounds => 9, rtt_ms => 1000, stream_mb => 400, small_count => 300000}).
+-define(DEFAULTS, #{rounds => 9, rtt_ms => 1000, stream_mb => 400, small_count => 300000,
+                   pin => 1, load => 0}).
 
 %%% ------------------------------------------------------------------
 %%% Driver
@@ -47,10 +55,19 @@ parse_args([KV | Rest], Opts) ->
     [K, V] = string:split(KV, "="),
     parse_args(Rest, Opts#{list_to_atom(K) => list_to_integer(V)}).
 
-run(Ebin, BenchEbin, Report, #{rounds := Rounds} = Opts) ->
+run(Ebin, BenchEbin, Report, Opts0) ->
+    Opts = Opts0#{pin := pinning(Opts0)},
+    Loads = [start_load(I, Opts) || I <- lists:seq(0, maps:get(load, Opts) - 1)],
+    try
+        run_pairs(Ebin, BenchEbin, Report, Opts)
+    after
+        [stop_load(L) || L <- Loads]
+    end.
+
+run_pairs(Ebin, BenchEbin, Report, #{rounds := Rounds} = Opts) ->
     Tag = integer_to_list(erlang:unique_integer([positive])) ++ "_" ++ os:getpid(),
     Carriers = [port, process, inet_tcp],
-    Pairs = maps:from_list([{C, start_pair(C, Tag, Ebin, BenchEbin)} || C <- Carriers]),
+    Pairs = maps:from_list([{C, start_pair(C, Tag, Ebin, BenchEbin, Opts)} || C <- Carriers]),
     try
         Workloads = [rtt, stream, small],
         Results =
@@ -82,21 +99,39 @@ run(Ebin, BenchEbin, Report, #{rounds := Rounds} = Opts) ->
     end,
     ok.
 
-start_pair(Carrier, Tag, Ebin, BenchEbin) ->
+%% 1 when asked for and taskset(1) and erl are found, else 0.
+pinning(#{pin := 1}) ->
+    case {os:find_executable("taskset"), os:find_executable("erl")} of
+        {T, E} when is_list(T), is_list(E) -> 1;
+        _ -> 0
+    end;
+pinning(_) ->
+    0.
+
+%% The peer's start command: erl, under `taskset -c Cpu' when pinning.
+exec(Cpu, #{pin := 1}) ->
+    #{exec => {os:find_executable("taskset"),
+               ["-c", integer_to_list(Cpu rem erlang:system_info(logical_processors)),
+                os:find_executable("erl")]}};
+exec(_Cpu, _Opts) ->
+    #{}.
+
+start_pair(Carrier, Tag, Ebin, BenchEbin, Opts) ->
     Dist = case Carrier of
                inet_tcp -> [];
                _ -> ["-proto_dist", "nifsock", "-nifsock", "dist_carrier", atom_to_list(Carrier)]
            end,
-    Start = fun(Side) ->
+    Start = fun(Side, Cpu) ->
                     Name = list_to_atom(lists:concat(["nsdbench_", Carrier, "_", Side, "_", Tag])),
                     {ok, Peer, Node} =
-                        peer:start(#{name => Name, connection => standard_io,
+                        peer:start((exec(Cpu, Opts))#{
+                                     name => Name, connection => standard_io,
                                      args => Dist ++ ["-pa", Ebin, "-pa", BenchEbin,
                                                       "-setcookie", "nsdbench_" ++ Tag]}),
                     {Peer, Node}
             end,
-    {PA, A} = Start(a),
-    {PB, B} = Start(b),
+    {PA, A} = Start(a, 0),
+    {PB, B} = Start(b, 1),
     pong = peer:call(PA, net_adm, ping, [B]),
     OsPids = [peer:call(P, os, getpid, []) || P <- [PA, PB]],
     #{a => PA, b => PB, node_a => A, node_b => B, os_pids => OsPids}.
@@ -104,6 +139,25 @@ start_pair(Carrier, Tag, Ebin, BenchEbin) ->
 stop_pair(#{a := PA, b := PB}) ->
     catch peer:stop(PA),
     catch peer:stop(PB).
+
+%% Busy loop I: a shell spinning on CPU I (mod the CPU count) when pinning.
+start_load(I, Opts) ->
+    Loop = "while :; do :; done",
+    Cmd = case Opts of
+              #{pin := 1} ->
+                  lists:concat(["exec taskset -c ", I rem erlang:system_info(logical_processors),
+                                " sh -c '", Loop, "'"]);
+              _ ->
+                  Loop
+          end,
+    Port = open_port({spawn_executable, "/bin/sh"}, [{args, ["-c", Cmd]}, hide]),
+    {os_pid, OsPid} = erlang:port_info(Port, os_pid),
+    {Port, OsPid}.
+
+stop_load({Port, OsPid}) ->
+    _ = os:cmd("kill " ++ integer_to_list(OsPid)),
+    catch port_close(Port),
+    ok.
 
 %% {Rate, CPU microseconds per unit of work (both nodes)}
 measure(W, #{a := PA, node_b := B, os_pids := OsPids}, Opts) ->
@@ -134,7 +188,7 @@ task_ns(Dir) ->
             0
     end.
 
-report(Workloads, Results, #{rounds := Rounds} = Opts) ->
+report(Workloads, Results, #{rounds := Rounds, pin := Pin, load := Load} = Opts) ->
     Med = fun(W, C, I) -> median([element(I, V) || V <- maps:get({W, C}, Results)]) end,
     Rows = [row(W, Med(W, port, 1), Med(W, process, 1), Med(W, inet_tcp, 1), Opts)
             || W <- Workloads],
@@ -146,11 +200,21 @@ report(Workloads, Results, #{rounds := Rounds} = Opts) ->
                "OTP ~s, ~b cores (`~s`), ~b interleaved rounds, medians; ratio = nifsock_dist / "
                "inet_tcp_dist (higher is better), for each nifsock_dist carrier (`port`, the "
                "default, and `process`). Two peer nodes per carrier on loopback, "
-               "default VM flags, one sending process.~n~n"
+               "default VM flags, one sending process; ~s; ~s.~n~n"
                "| workload | port | process | inet_tcp_dist | port ratio | process ratio |~n"
                "|---|---:|---:|---:|---:|---:|~n",
                [erlang:system_info(otp_release), erlang:system_info(logical_processors),
-                Host, Rounds]),
+                Host, Rounds,
+                case Pin of
+                    1 -> "node A pinned to CPU 0, node B to CPU 1 (`taskset`)";
+                    _ -> "nodes not pinned"
+                end,
+                case Load of
+                    0 -> "no other load";
+                    _ -> io_lib:format("~b busy loop~s (`while :; do :; done`)~s running throughout",
+                                       [Load, [$s || Load > 1],
+                                        [" pinned one per CPU" || Pin =:= 1]])
+                end]),
     CpuHeader = "\nCPU time of both nodes per unit of work (lower is better; ratio = "
                 "inet_tcp_dist / nifsock_dist, so higher is better here too):\n\n"
                 "| workload | port | process | inet_tcp_dist | port ratio | process ratio |\n"

@@ -24,9 +24,10 @@
 %% With `pin=1' (the default, where `taskset' is found) node A of every pair
 %% runs on CPU 0 and node B on CPU 1, so each carrier gets the same placement
 %% (unpinned, the round-trip rate is bimodal, by where the kernel happened to
-%% put the two nodes). `load=N' starts N busy loops (`while :; do :; done'),
-%% loop I pinned to CPU I mod the CPU count when pinning, for the whole run:
-%% the loaded machine of the report.
+%% put the two nodes). `load=N' says that N busy loops (`while :; do :;
+%% done') run beside the nodes, loop I pinned to CPU I mod the CPU count when
+%% pinning: bench/dist/run starts and stops them (so they end with it), this
+%% module only reports them.
 -module(nifsock_dist_bench).
 
 -export([main/1]).
@@ -56,13 +57,7 @@ parse_args([KV | Rest], Opts) ->
     parse_args(Rest, Opts#{list_to_atom(K) => list_to_integer(V)}).
 
 run(Ebin, BenchEbin, Report, Opts0) ->
-    Opts = Opts0#{pin := pinning(Opts0)},
-    Loads = [start_load(I, Opts) || I <- lists:seq(0, maps:get(load, Opts) - 1)],
-    try
-        run_pairs(Ebin, BenchEbin, Report, Opts)
-    after
-        [stop_load(L) || L <- Loads]
-    end.
+    run_pairs(Ebin, BenchEbin, Report, Opts0#{pin := pinning(Opts0)}).
 
 run_pairs(Ebin, BenchEbin, Report, #{rounds := Rounds} = Opts) ->
     Tag = integer_to_list(erlang:unique_integer([positive])) ++ "_" ++ os:getpid(),
@@ -139,25 +134,6 @@ start_pair(Carrier, Tag, Ebin, BenchEbin, Opts) ->
 stop_pair(#{a := PA, b := PB}) ->
     catch peer:stop(PA),
     catch peer:stop(PB).
-
-%% Busy loop I: a shell spinning on CPU I (mod the CPU count) when pinning.
-start_load(I, Opts) ->
-    Loop = "while :; do :; done",
-    Cmd = case Opts of
-              #{pin := 1} ->
-                  lists:concat(["exec taskset -c ", I rem erlang:system_info(logical_processors),
-                                " sh -c '", Loop, "'"]);
-              _ ->
-                  Loop
-          end,
-    Port = open_port({spawn_executable, "/bin/sh"}, [{args, ["-c", Cmd]}, hide]),
-    {os_pid, OsPid} = erlang:port_info(Port, os_pid),
-    {Port, OsPid}.
-
-stop_load({Port, OsPid}) ->
-    _ = os:cmd("kill " ++ integer_to_list(OsPid)),
-    catch port_close(Port),
-    ok.
 
 %% {Rate, CPU microseconds per unit of work (both nodes)}
 measure(W, #{a := PA, node_b := B, os_pids := OsPids}, Opts) ->

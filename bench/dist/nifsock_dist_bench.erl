@@ -21,13 +21,13 @@
 %% warm-up is counted too), which the machine's other load disturbs less than
 %% the rates.
 %%
-%% With `pin=1' (the default, where `taskset' is found) node A of every pair
+%% With `pin=1' (the default; bench/dist/run passes 0 where it finds no
+%% `taskset', and starts and stops the busy loops) node A of every pair
 %% runs on CPU 0 and node B on CPU 1, so each carrier gets the same placement
 %% (unpinned, the round-trip rate is bimodal, by where the kernel happened to
 %% put the two nodes). `load=N' says that N busy loops (`while :; do :;
 %% done') run beside the nodes, loop I pinned to CPU I mod the CPU count when
-%% pinning: bench/dist/run starts and stops them (so they end with it), this
-%% module only reports them.
+%% pinning; this module only reports them.
 -module(nifsock_dist_bench).
 
 -export([main/1]).
@@ -56,10 +56,7 @@ parse_args([KV | Rest], Opts) ->
     [K, V] = string:split(KV, "="),
     parse_args(Rest, Opts#{list_to_atom(K) => list_to_integer(V)}).
 
-run(Ebin, BenchEbin, Report, Opts0) ->
-    run_pairs(Ebin, BenchEbin, Report, Opts0#{pin := pinning(Opts0)}).
-
-run_pairs(Ebin, BenchEbin, Report, #{rounds := Rounds} = Opts) ->
+run(Ebin, BenchEbin, Report, #{rounds := Rounds} = Opts) ->
     Tag = integer_to_list(erlang:unique_integer([positive])) ++ "_" ++ os:getpid(),
     Carriers = [port, process, inet_tcp],
     Pairs = maps:from_list([{C, start_pair(C, Tag, Ebin, BenchEbin, Opts)} || C <- Carriers]),
@@ -93,15 +90,6 @@ run_pairs(Ebin, BenchEbin, Report, #{rounds := Rounds} = Opts) ->
         [stop_pair(P) || P <- maps:values(Pairs)]
     end,
     ok.
-
-%% 1 when asked for and taskset(1) and erl are found, else 0.
-pinning(#{pin := 1}) ->
-    case {os:find_executable("taskset"), os:find_executable("erl")} of
-        {T, E} when is_list(T), is_list(E) -> 1;
-        _ -> 0
-    end;
-pinning(_) ->
-    0.
 
 %% The peer's start command: erl, under `taskset -c Cpu' when pinning.
 exec(Cpu, #{pin := 1}) ->

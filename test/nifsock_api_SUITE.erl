@@ -901,6 +901,18 @@ api_invalid_values(Config) ->
           fun() -> Mod:send(C, [atom]) end},
          {send_bad_byte, by_mod(Mod, {error, {invalid, {data, [256]}}}, {error, badarg}),
           fun() -> Mod:send(C, [256]) end},
+         %% a bitstring is not iodata, not even one of no whole byte (which
+         %% ERTS's enif_inspect_iovec lets through as empty), nested or not
+         {send_bad_bitstring, by_mod(Mod, {error, {invalid, {data, [<<"a">>, <<1:1>>]}}},
+                                     {error, badarg}),
+          fun() -> Mod:send(C, [<<"a">>, <<1:1>>]) end},
+         {send_bad_bitstring_nested,
+          by_mod(Mod, {error, {invalid, {data, [[<<"a">>], [<<"b">>, <<"c", 1:2>>]]}}},
+                 {error, badarg}),
+          fun() -> Mod:send(C, [[<<"a">>], [<<"b">>, <<"c", 1:2>>]]) end},
+         {send_bad_bitstring_tail, by_mod(Mod, {error, {invalid, {data, [<<"a">> | <<1:1>>]}}},
+                                          {error, badarg}),
+          fun() -> Mod:send(C, [<<"a">> | <<1:1>>]) end},
          {recv_timeout_atom, {error, {invalid, {timeout, bad}}}, fun() -> Mod:recv(C, 0, bad) end},
          {recv_timeout_neg, {error, {invalid, {timeout, -5}}}, fun() -> Mod:recv(C, 0, -5) end},
          {send_timeout_neg, {error, {invalid, {timeout, -1}}}, fun() -> Mod:send(C, <<"x">>, -1) end},

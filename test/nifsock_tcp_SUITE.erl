@@ -2023,7 +2023,7 @@ send_chunks_until_timeout(M, S, I, Acc, Shape) ->
         {error, timeout} -> lists:reverse([Chunk | Acc])
     end.
 
-%% Iodata of every shape arrives as its bytes, in order: nested lists of binaries (a Cowboy response's shape), a binary tail, empty binaries and lists, byte integers, more than 64 binaries, lists nested deeper than 16, small and larger binaries interleaved.
+%% Iodata of every shape arrives as its bytes, in order: nested lists of binaries (a Cowboy response's shape), a binary tail, empty binaries and lists, byte integers, more than 64 binaries, lists nested deeper than 16, small and larger binaries interleaved; data holding a bitstring is refused and sends nothing.
 tcp_send_iodata_shapes(Config) ->
     M = mod(Config),
     {Peer, S} = raw_pair(Config, [binary, {active, false}]),
@@ -2045,6 +2045,16 @@ tcp_send_iodata_shapes(Config) ->
          Want = <<(iolist_to_binary(Data))/binary, "$">>,
          Want = read_bytes(Peer, byte_size(Want), [])
      end || Data <- Shapes],
+    %% A bitstring anywhere is not iodata, even one of no whole byte: gen_tcp
+    %% says einval, nifsock_tcp raises badarg; neither sends any of it.
+    Bits = [[<<"a">>, <<1:1>>], [[<<"a">>], [<<"b">>, <<"c", 1:2>>]], [<<"a">> | <<1:1>>],
+            [Many, <<1:1>>]],
+    [case catch M:send(S, Data) of
+         {error, einval} when M =:= gen_tcp -> ok;
+         {'EXIT', {badarg, _}} when M =/= gen_tcp -> ok
+     end || Data <- Bits],
+    ok = M:send(S, <<"after">>),
+    <<"after">> = read_bytes(Peer, 5, []),
     close_all(M, [S]), gen_tcp:close(Peer).
 
 %% Iodata larger than both socket buffers (nested lists of 48 binaries) is sent whole once the peer reads: send/2 waits for room and writes the rest in order.

@@ -167,7 +167,8 @@ fn tcp_send<'a>(
     }
     // An iolist of nested lists of binaries (Cowboy's responses) goes out as
     // it is; anything else comes back for erlang:iolist_to_iovec/1's path.
-    let Some(sent) = iovec::with_iolist(iov, |e| {
+    // (Data that is not iodata takes that path too, which raises badarg.)
+    let Ok(sent) = iovec::with_iolist(iov, |e| {
         send::send_entries(env, sock, e, 0, handle, Mode::Wait)
     }) else {
         return Ok(codec::send_info(env, &info));

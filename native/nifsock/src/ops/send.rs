@@ -9,7 +9,7 @@ use crate::error::Error;
 use crate::lifecycle;
 use crate::socket::Socket;
 use crate::stats;
-use crate::sys::iovec::{self, IoVec};
+use crate::sys::iovec::{self, IoVec, Unwalked};
 use crate::sys::msg;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
@@ -91,8 +91,10 @@ pub fn send<'a>(
     if !data.is_list() && !data.is_binary() {
         return Err((Error::BadArg, 0));
     }
-    if let Some(r) = iovec::with_iolist(data, |e| send_entries(env, sock, e, flags, handle, mode)) {
-        return r;
+    match iovec::with_iolist(data, |e| send_entries(env, sock, e, flags, handle, mode)) {
+        Ok(r) => return r,
+        Err(Unwalked::NotIodata) => return Err((Error::BadArg, 0)),
+        Err(Unwalked::Other) => {}
     }
     match IoVec::inspect(env, data) {
         Some(iov) => send_entries(env, sock, iov.entries(), flags, handle, mode),

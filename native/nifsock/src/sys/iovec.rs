@@ -4,8 +4,11 @@
 use std::ffi::c_int;
 use std::ptr;
 
-use rustler::sys::{enif_inspect_iovec, ErlNifIOVec, ErlNifTerm};
-use rustler::{Env, Term};
+use rustler::sys::{
+    enif_get_list_cell, enif_inspect_binary, enif_inspect_iovec, ErlNifBinary, ErlNifIOVec,
+    ErlNifTerm,
+};
+use rustler::{Env, Term, TermType};
 
 /// The head of `ErlNifIOVec` (its fields are private in rustler::sys).
 #[repr(C)]
@@ -112,48 +115,129 @@ fn entry(bytes: &[u8]) -> libc::iovec {
 
 /// Calls `visit` with the bytes of each non-empty binary of `term` (a
 /// binary, or a list, proper or with a binary tail, of binaries and such
-/// lists), in order. None when it holds anything else (byte integers,
-/// bitstrings, other terms), lists nested deeper than 16, or `visit` says
-/// None.
-fn each_binary<'a>(term: Term<'a>, mut visit: impl FnMut(&'a [u8]) -> Option<()>) -> Option<()> {
+/// lists), in order. [`Unwalked::NotIodata`] when it holds a bitstring
+/// or a term that is no part of iodata (ERTS's `enif_inspect_iovec` lets a
+/// bitstring of no whole byte through as empty); [`Unwalked::Other`] when it
+/// holds byte integers, lists nested deeper than 16, or `visit` says None.
+///
+/// Each erl_nif call is a call into the emulator, and a Cowboy response has
+/// ~26 binaries: an element (a list's head, usually a binary) is tried as a
+/// binary first and a tail (usually a cell) as a cell first, so each costs
+/// one call, and `[]` is recognised by its word (an immediate: every `[]` is
+/// the same word) with none.
+fn each_binary<'a>(
+    term: Term<'a>,
+    mut visit: impl FnMut(&'a [u8]) -> Option<()>,
+) -> Result<(), Unwalked> {
+    // Raw terms, not rustler's `Term`s (a term and its env): the walk keeps
+    // one word per term, in registers and a plain array of words.
+    let env = term.get_env();
+    let nil = Term::list_new_empty(env).as_c_arg();
     // The tails still to walk, innermost last.
-    let mut tails: [Option<Term<'a>>; GATHER_DEPTH] = [None; GATHER_DEPTH];
+    let mut tails = [nil; GATHER_DEPTH];
     let mut depth = 0usize;
-    let mut cur = term;
+    let mut cur = term.as_c_arg();
+    // Whether `cur` is a list's tail (then most likely a cell) rather than
+    // an element or the whole term (most likely a binary).
+    let mut tail_position = false;
     loop {
-        if let Ok((head, tail)) = cur.list_get_cell() {
-            if !tail.is_empty_list() {
-                *tails.get_mut(depth)? = Some(tail);
-                depth += 1;
+        if cur != nil {
+            let mut cell = if tail_position {
+                list_cell(env, cur)
+            } else {
+                None
+            };
+            if cell.is_none() {
+                match binary_bytes(env, cur) {
+                    Some(bytes) => {
+                        if !bytes.is_empty() {
+                            visit(bytes).ok_or(Unwalked::Other)?;
+                        }
+                    }
+                    None => match list_cell(env, cur) {
+                        Some(c) if !tail_position => cell = Some(c),
+                        _ => return Err(not_walked(env, cur)),
+                    },
+                }
             }
-            cur = head;
-            continue;
-        }
-        if cur.is_binary() {
-            let bytes = rustler::Binary::from_term(cur).ok()?.as_slice();
-            if !bytes.is_empty() {
-                visit(bytes)?;
+            if let Some((head, tail)) = cell {
+                if tail != nil {
+                    *tails.get_mut(depth).ok_or(Unwalked::Other)? = tail;
+                    depth += 1;
+                }
+                cur = head;
+                tail_position = false;
+                continue;
             }
-        } else if !cur.is_empty_list() {
-            return None;
         }
         if depth == 0 {
-            return Some(());
+            return Ok(());
         }
         depth -= 1;
-        cur = tails.get_mut(depth)?.take()?;
+        cur = *tails.get(depth).ok_or(Unwalked::Other)?;
+        tail_position = true;
+    }
+}
+
+/// The head and tail of `list`, a term of `env`; None if it is no cell.
+fn list_cell(env: Env<'_>, list: ErlNifTerm) -> Option<(ErlNifTerm, ErlNifTerm)> {
+    let mut head = ErlNifTerm::default();
+    let mut tail = ErlNifTerm::default();
+    // SAFETY: list is a term of env (the calling process env); head and
+    // tail are out-pointers to words ERTS writes on success.
+    let ok = unsafe { enif_get_list_cell(env.as_c_arg(), list, &mut head, &mut tail) };
+    (ok != 0).then_some((head, tail))
+}
+
+/// The bytes of `bin`, a term of `env`, if it is a binary (not a bitstring
+/// with bits beyond its last whole byte).
+fn binary_bytes<'a>(env: Env<'a>, bin: ErlNifTerm) -> Option<&'a [u8]> {
+    let mut b = std::mem::MaybeUninit::<ErlNifBinary>::uninit();
+    // SAFETY: bin is a term of env; b is an out-pointer that ERTS fills when
+    // it returns non-zero.
+    if unsafe { enif_inspect_binary(env.as_c_arg(), bin, b.as_mut_ptr()) } == 0 {
+        return None;
+    }
+    // SAFETY: initialised by the successful call above.
+    let b = unsafe { b.assume_init() };
+    if b.size == 0 || b.data.is_null() {
+        return Some(&[]);
+    }
+    // SAFETY: ERTS's data points to size bytes of the binary (or of an
+    // aligned copy it frees with env), both kept alive by env for 'a.
+    Some(unsafe { std::slice::from_raw_parts(b.data, b.size) })
+}
+
+/// Why [`with_iolist`] did not call its `f`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Unwalked {
+    /// Iodata of another shape (byte integers, too many pieces, too deep):
+    /// the caller's general path takes it.
+    Other,
+    /// Not iodata: a bitstring, or a term of another type.
+    NotIodata,
+}
+
+/// What a term that is neither a binary nor a list cell makes of the walk:
+/// a byte (iodata, for the general path) or not iodata.
+fn not_walked(env: Env<'_>, raw: ErlNifTerm) -> Unwalked {
+    // SAFETY: raw is a term of env (a part of the walked term).
+    let term = unsafe { Term::new(env, raw) };
+    match term.get_type() {
+        TermType::Integer if term.decode::<u8>().is_ok() => Unwalked::Other,
+        _ => Unwalked::NotIodata,
     }
 }
 
 /// Calls `f` with the bytes of the iolist `term` (binaries and nested lists
 /// of them, no byte integers) as iovec entries, allocating nothing: at most
 /// [`DIRECT_MAX`] binaries are sent from where they are; more, up to
-/// [`GATHER_MAX`] pieces, through a [`Gathered`] buffer. None (and `f` not
-/// called) when it is neither: the caller takes the general path
-/// (`enif_inspect_iovec`, or `erlang:iolist_to_iovec/1`, which also raises
-/// badarg). The binaries are borrowed from the calling env, so they stay put
-/// while `f` runs.
-pub fn with_iolist<R>(term: Term<'_>, f: impl FnOnce(&[libc::iovec]) -> R) -> Option<R> {
+/// [`GATHER_MAX`] pieces, through a [`Gathered`] buffer. [`Unwalked`] (and
+/// `f` not called) when it is neither: `Other` for the caller's general path
+/// (`enif_inspect_iovec`, or `erlang:iolist_to_iovec/1`), `NotIodata` for
+/// what no path may send. The binaries are borrowed from the calling env, so
+/// they stay put while `f` runs.
+pub fn with_iolist<R>(term: Term<'_>, f: impl FnOnce(&[libc::iovec]) -> R) -> Result<R, Unwalked> {
     let mut direct: [&[u8]; DIRECT_MAX] = [&[]; DIRECT_MAX];
     let mut n = 0usize;
     // Made when a binary past the first DIRECT_MAX comes: one walk either way.
@@ -174,13 +258,13 @@ pub fn with_iolist<R>(term: Term<'_>, f: impl FnOnce(&[libc::iovec]) -> R) -> Op
         g.push(bytes)
     })?;
     if let Some(g) = &gathered {
-        return Some(g.with_entries(f));
+        return Ok(g.with_entries(f));
     }
     let mut iov = [NO_ENTRY; DIRECT_MAX];
     for (e, b) in iov.iter_mut().zip(direct) {
         *e = entry(b);
     }
-    Some(f(iov.get(..n).unwrap_or(&[])))
+    Ok(f(iov.get(..n).unwrap_or(&[])))
 }
 
 /// One piece of a gathered iolist.

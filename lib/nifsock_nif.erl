@@ -9,7 +9,7 @@
          setopt/4, getopt/3, tcp_getopt_raw/4, sockname/1, peername/1, cancel/3,
          controlling_process/2, info/1, stats/0,
          tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/7,
-         tcp_send_info/1, tcp_send/3, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
+         tcp_send_info/1, tcp_send/3, tcp_send_flat/3, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
          tcp_shutdown/2, tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2,
          tcp_flush/3, tcp_pause/1, tcp_move/2, tcp_tags/1, tcp_peername/1,
          tcp_sockname/1,
@@ -20,7 +20,7 @@
        setopt/4, getopt/3, tcp_getopt_raw/4, sockname/1, peername/1, cancel/3,
        controlling_process/2, info/1, stats/0,
          tcp_accept/4, tcp_deliver/1, tcp_set_active/3, tcp_set_format/7,
-         tcp_send_info/1, tcp_send/3, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
+         tcp_send_info/1, tcp_send/3, tcp_send_flat/3, tcp_getopts/1, tcp_recv/4, tcp_ended/2, tcp_unread/2,
          tcp_shutdown/2, tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2,
          tcp_flush/3, tcp_pause/1, tcp_move/2, tcp_tags/1, tcp_peername/1,
          tcp_sockname/1,
@@ -205,6 +205,11 @@ tcp_sockname(_S) -> erlang:nif_error(nif_not_loaded).
           ok | {select, non_neg_integer(), non_neg_integer() | infinity} |
           {raw | line | 1 | 2 | 4, non_neg_integer() | infinity, boolean()} | {error, term()}.
 tcp_send(_S, _IOV, _Handle) -> erlang:nif_error(nif_not_loaded).
+
+-spec tcp_send_flat(sock(), iodata(), term()) ->
+          ok | {select, non_neg_integer(), non_neg_integer() | infinity} |
+          {raw | line | 1 | 2 | 4, non_neg_integer() | infinity, boolean()} | {error, term()}.
+tcp_send_flat(_S, _Data, _Handle) -> erlang:nif_error(nif_not_loaded).
 
 -spec tcp_send_info(sock()) -> {raw | line | 1 | 2 | 4, non_neg_integer() | infinity, boolean()}.
 tcp_send_info(_S) -> erlang:nif_error(nif_not_loaded).

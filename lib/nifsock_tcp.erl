@@ -40,6 +40,10 @@
 -define(FORMAT, [packet, packet_size, mode, send_timeout, exit_on_close, line_delimiter]).
 %% A timed-out send's rest at least this large is copied on a dirty scheduler.
 -define(DIRTY_COPY, (1024 * 1024)).
+%% The largest iodata send/2 copies together before sending (tcp_send_flat/3):
+%% as large as the NIF's gather buffer, so no more is copied than a walk
+%% would copy.
+-define(FLAT_SEND_MAX, 1024).
 %% The largest `{raw, _, _, Size}' getopts reads (inet_drv's limit).
 -define(RAW_GETOPT_MAX, 65522).
 -define(IS_INT32(I), (is_integer(I) andalso I >= -16#80000000 andalso I =< 16#7fffffff)).
@@ -272,8 +276,15 @@ send(S, Data) when is_list(Data) ->
     %% Nested lists of binaries (Cowboy's responses) go out in the same one
     %% call, without erlang:iolist_to_iovec/1; tcp_send/3 answers the tuple,
     %% having sent nothing, for other iodata too (byte integers, many binaries).
+    %% Short iodata (iolist_size/1 walks it in C, and raises badarg for what
+    %% is not iodata) is copied together in one erl_nif call (tcp_send_flat/3)
+    %% rather than walked in the NIF one call per binary.
     H = ?WAIT_HANDLE(),
-    case nifsock_nif:tcp_send(S, Data, H) of
+    Sent = case iolist_size(Data) =< ?FLAT_SEND_MAX of
+               true -> nifsock_nif:tcp_send_flat(S, Data, H);
+               false -> nifsock_nif:tcp_send(S, Data, H)
+           end,
+    case Sent of
         ok -> ok;
         {select, N, Timeout} -> send_waited(S, Data, N, H, deadline(Timeout));
         {error, {Reason, N}} when is_integer(N) -> send_error(S, Reason);

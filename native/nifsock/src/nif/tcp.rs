@@ -161,16 +161,41 @@ fn tcp_send<'a>(
     iov: Term<'a>,
     handle: Term<'a>,
 ) -> NifResult<Term<'a>> {
+    // An iolist of nested lists of binaries (Cowboy's responses) goes out as
+    // it is; anything else comes back for erlang:iolist_to_iovec/1's path.
+    // (Data that is not iodata takes that path too, which raises badarg.)
+    tcp_send_with(env, sock, handle, |send| iovec::with_iolist(iov, send).ok())
+}
+
+/// `nifsock_tcp:send/2` of iodata that `iolist_size/1` found short (the
+/// caller's bound, `?FLAT_SEND_MAX`): as [`tcp_send`], its bytes copied
+/// together ([`iovec::with_flat`]: one erl_nif call, not one per binary).
+#[rustler::nif]
+fn tcp_send_flat<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    data: Term<'a>,
+    handle: Term<'a>,
+) -> NifResult<Term<'a>> {
+    tcp_send_with(env, sock, handle, |send| iovec::with_flat(data, send).ok())
+}
+
+/// [`tcp_send`]'s checks, then `gather`, which calls the send it is given
+/// with the data's entries (None: it didn't, and the caller's general path
+/// takes the data: `tcp_send_info`'s tuple).
+fn tcp_send_with<'a>(
+    env: Env<'a>,
+    sock: Sock<'a>,
+    handle: Term<'a>,
+    gather: impl FnOnce(
+        &dyn Fn(&[libc::iovec]) -> Result<send::Outcome, send::Failed>,
+    ) -> Option<Result<send::Outcome, send::Failed>>,
+) -> NifResult<Term<'a>> {
     let info = tcp::format::send_info(sock);
     if matches!(info.packet, Packet::Len(_)) || info.queued || info.send_timeout == Some(0) {
         return Ok(codec::send_info(env, &info));
     }
-    // An iolist of nested lists of binaries (Cowboy's responses) goes out as
-    // it is; anything else comes back for erlang:iolist_to_iovec/1's path.
-    // (Data that is not iodata takes that path too, which raises badarg.)
-    let Ok(sent) = iovec::with_iolist(iov, |e| {
-        send::send_entries(env, sock, e, 0, handle, Mode::Wait)
-    }) else {
+    let Some(sent) = gather(&|e| send::send_entries(env, sock, e, 0, handle, Mode::Wait)) else {
         return Ok(codec::send_info(env, &info));
     };
     match sent {

@@ -267,6 +267,21 @@ pub fn with_iolist<R>(term: Term<'_>, f: impl FnOnce(&[libc::iovec]) -> R) -> Re
     Ok(f(iov.get(..n).unwrap_or(&[])))
 }
 
+/// Calls `f` with the bytes of the iodata `term` copied together, as one
+/// iovec entry: `enif_inspect_iolist_as_binary`, which sizes and copies it in
+/// two walks in C into a temporary buffer that ERTS frees when the NIF call
+/// returns. For short iodata (the caller bounds its size): one erl_nif call
+/// where [`with_iolist`] makes one per element. `NotIodata` (and `f` not
+/// called) when `term` is not iodata.
+pub fn with_flat<R>(term: Term<'_>, f: impl FnOnce(&[libc::iovec]) -> R) -> Result<R, Unwalked> {
+    let bin = rustler::Binary::from_iolist(term).map_err(|_| Unwalked::NotIodata)?;
+    let bytes = bin.as_slice();
+    if bytes.is_empty() {
+        return Ok(f(&[]));
+    }
+    Ok(f(&[entry(bytes)]))
+}
+
 /// One piece of a gathered iolist.
 #[derive(Clone, Copy)]
 enum Piece<'a> {

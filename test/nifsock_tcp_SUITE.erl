@@ -113,6 +113,7 @@
          tcp_send_binary_timeout_keeps_tail/1,
          tcp_send_iodata_shapes/1,
          tcp_send_iodata_waits_for_peer/1,
+         tcp_send_short_iodata_fills_buffers/1,
          tcp_send_iodata_timeout_keeps_tail/1,
          tcp_send_timeout_close_closes/1,
          tcp_close_flushes_closed_message/1,
@@ -250,6 +251,7 @@ cases() ->
      tcp_send_binary_timeout_keeps_tail,
      tcp_send_iodata_shapes,
      tcp_send_iodata_waits_for_peer,
+     tcp_send_short_iodata_fills_buffers,
      tcp_send_iodata_timeout_keeps_tail,
      tcp_send_timeout_close_closes,
      tcp_close_flushes_closed_message,
@@ -2070,6 +2072,44 @@ tcp_send_iodata_waits_for_peer(Config) ->
     ok = M:send(S, Data),
     receive {read, Got} -> Big = Got after 30000 -> ct:fail(reader_stuck) end,
     close_all(M, [S]), gen_tcp:close(Peer).
+
+%% Short iodata (at most 1 KiB: nifsock_tcp copies it together before sending) sent faster than the peer reads fills both socket buffers: sends written in part wait for room and write their rest, and with a send_timeout the timed-out one keeps its rest queued; the peer reads every send whole, in order.
+tcp_send_short_iodata_fills_buffers(Config) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {sndbuf, 4096}]),
+    ok = inet:setopts(Peer, [{recbuf, 4096}]),
+    Chunk = fun(I) -> P = pattern(700 + I rem 300),
+                      <<A:100/binary, B:300/binary, C/binary>> = P,
+                      [[A, $-], [[B], C] | <<I:16>>] end,
+    Chunks = [Chunk(I) || I <- lists:seq(1, 400)],
+    true = lists:all(fun(C) -> iolist_size(C) =< 1024 end, Chunks),
+    Expected = iolist_to_binary(Chunks),
+    Self = self(),
+    spawn_link(fun() -> timer:sleep(200),
+                        Self ! {read, read_bytes(Peer, byte_size(Expected), [])} end),
+    [ok = M:send(S, C) || C <- Chunks],
+    receive {read, Got} -> Expected = Got after 30000 -> ct:fail(reader_stuck) end,
+    %% a peer that doesn't read: the short sends end in {error, timeout}, and
+    %% what the timed-out one didn't write goes out before the next send
+    ok = setopts(Config, S, [{send_timeout, 200}]),
+    Sent = send_short_until_timeout(M, S, Chunk, 1, []),
+    ok = setopts(Config, S, [{send_timeout, 30000}]),
+    Expected2 = iolist_to_binary([Sent, <<"end">>]),
+    spawn_link(fun() -> Self ! {read, read_bytes(Peer, byte_size(Expected2), [])} end),
+    ok = M:send(S, [[<<"e">>], <<"nd">>]),
+    receive {read, Got2} -> Expected2 = Got2 after 30000 -> ct:fail(reader_stuck) end,
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% Sends Chunk(I), I = 1, 2, ..., until one times out (gen_tcp and nifsock_tcp
+%% then keep the rest queued); every chunk sent, the last one included.
+send_short_until_timeout(M, S, Chunk, I, Acc) when I =< 20000 ->
+    C = Chunk(I),
+    case M:send(S, C) of
+        ok -> send_short_until_timeout(M, S, Chunk, I + 1, [C | Acc]);
+        {error, timeout} -> lists:reverse([C | Acc])
+    end;
+send_short_until_timeout(_M, _S, _Chunk, _I, _Acc) ->
+    ct:fail(never_timed_out).
 
 %% Iodata sends (nested lists of binaries) to a peer that doesn't read end in {error, timeout}; the timed-out send's unwritten rest stays queued, so the peer then reads every chunk whole, in order, followed by what the next send writes.
 tcp_send_iodata_timeout_keeps_tail(Config) ->

@@ -2001,7 +2001,7 @@ tcp_send_binary_timeout_keeps_tail(Config) ->
     M = mod(Config),
     {Peer, S} = raw_pair(Config, [binary, {active, false}, {send_timeout, 200}, {sndbuf, 16384}]),
     ok = inet:setopts(Peer, [{recbuf, 16384}]),
-    Sent = send_chunks_until_timeout(M, S, 1, []),
+    Sent = send_until_timeout(M, S, fun chunk64k/1, 999),
     ok = setopts(Config, S, [{send_timeout, 30000}]),
     Expected = iolist_to_binary([Sent, <<"end">>]),
     Self = self(),
@@ -2010,20 +2010,23 @@ tcp_send_binary_timeout_keeps_tail(Config) ->
     receive {read, Got} -> Expected = Got after 30000 -> ct:fail(reader_stuck) end,
     close_all(M, [S]), gen_tcp:close(Peer).
 
-%% 64 KiB binaries, each its own bytes, until a send times out; the binaries
-%% sent (the timed-out one included).
-send_chunks_until_timeout(M, S, I, Acc) ->
-    send_chunks_until_timeout(M, S, I, Acc, fun(Chunk) -> Chunk end).
+%% Sends Make(1), Make(2), ... (iodata) until a send times out, at most Max
+%% sends; the iodata sent (the timed-out send's included).
+send_until_timeout(M, S, Make, Max) ->
+    send_until_timeout(M, S, Make, 1, Max, []).
 
-%% The same, each chunk sent as Shape(Chunk) (iodata of its bytes).
-send_chunks_until_timeout(_M, _S, 1000, _Acc, _Shape) ->
+send_until_timeout(_M, _S, _Make, I, Max, _Acc) when I > Max ->
     ct:fail(never_timed_out);
-send_chunks_until_timeout(M, S, I, Acc, Shape) ->
-    Chunk = << <<((I + J) rem 251)>> || J <- lists:seq(1, 65536) >>,
-    case M:send(S, Shape(Chunk)) of
-        ok -> send_chunks_until_timeout(M, S, I + 1, [Chunk | Acc], Shape);
-        {error, timeout} -> lists:reverse([Chunk | Acc])
+send_until_timeout(M, S, Make, I, Max, Acc) ->
+    Data = Make(I),
+    case M:send(S, Data) of
+        ok -> send_until_timeout(M, S, Make, I + 1, Max, [Data | Acc]);
+        {error, timeout} -> lists:reverse([Data | Acc])
     end.
+
+%% Chunk I of the 64 KiB chunks sent until a timeout: each its own bytes.
+chunk64k(I) ->
+    << <<((I + J) rem 251)>> || J <- lists:seq(1, 65536) >>.
 
 %% Iodata of every shape arrives as its bytes, in order: nested lists of binaries (a Cowboy response's shape), a binary tail, empty binaries and lists, byte integers, more than 64 binaries, lists nested deeper than 16, small and larger binaries interleaved; data holding a bitstring is refused and sends nothing.
 tcp_send_iodata_shapes(Config) ->
@@ -2092,7 +2095,7 @@ tcp_send_short_iodata_fills_buffers(Config) ->
     %% a peer that doesn't read: the short sends end in {error, timeout}, and
     %% what the timed-out one didn't write goes out before the next send
     ok = setopts(Config, S, [{send_timeout, 200}]),
-    Sent = send_short_until_timeout(M, S, Chunk, 1, []),
+    Sent = send_until_timeout(M, S, Chunk, 20000),
     ok = setopts(Config, S, [{send_timeout, 30000}]),
     Expected2 = iolist_to_binary([Sent, <<"end">>]),
     spawn_link(fun() -> Self ! {read, read_bytes(Peer, byte_size(Expected2), [])} end),
@@ -2100,24 +2103,13 @@ tcp_send_short_iodata_fills_buffers(Config) ->
     receive {read, Got2} -> Expected2 = Got2 after 30000 -> ct:fail(reader_stuck) end,
     close_all(M, [S]), gen_tcp:close(Peer).
 
-%% Sends Chunk(I), I = 1, 2, ..., until one times out (gen_tcp and nifsock_tcp
-%% then keep the rest queued); every chunk sent, the last one included.
-send_short_until_timeout(M, S, Chunk, I, Acc) when I =< 20000 ->
-    C = Chunk(I),
-    case M:send(S, C) of
-        ok -> send_short_until_timeout(M, S, Chunk, I + 1, [C | Acc]);
-        {error, timeout} -> lists:reverse([C | Acc])
-    end;
-send_short_until_timeout(_M, _S, _Chunk, _I, _Acc) ->
-    ct:fail(never_timed_out).
-
 %% Iodata sends (nested lists of binaries) to a peer that doesn't read end in {error, timeout}; the timed-out send's unwritten rest stays queued, so the peer then reads every chunk whole, in order, followed by what the next send writes.
 tcp_send_iodata_timeout_keeps_tail(Config) ->
     M = mod(Config),
     {Peer, S} = raw_pair(Config, [binary, {active, false}, {send_timeout, 200}, {sndbuf, 16384}]),
     ok = inet:setopts(Peer, [{recbuf, 16384}]),
     Shape = fun(<<A:1000/binary, B:30000/binary, C/binary>>) -> [[A], [[B], C]] end,
-    Sent = send_chunks_until_timeout(M, S, 1, [], Shape),
+    Sent = send_until_timeout(M, S, fun(I) -> Shape(chunk64k(I)) end, 999),
     ok = setopts(Config, S, [{send_timeout, 30000}]),
     Expected = iolist_to_binary([Sent, <<"end">>]),
     Self = self(),

@@ -161,10 +161,7 @@ fn tcp_send<'a>(
     iov: Term<'a>,
     handle: Term<'a>,
 ) -> NifResult<Term<'a>> {
-    // An iolist of nested lists of binaries (Cowboy's responses) goes out as
-    // it is; anything else comes back for erlang:iolist_to_iovec/1's path.
-    // (Data that is not iodata takes that path too, which raises badarg.)
-    tcp_send_with(env, sock, handle, |send| iovec::with_iolist(iov, send).ok())
+    tcp_send_gathered(env, sock, iov, handle, Gather::Walk)
 }
 
 /// `nifsock_tcp:send/2` of iodata that `iolist_size/1` found short (the
@@ -177,25 +174,38 @@ fn tcp_send_flat<'a>(
     data: Term<'a>,
     handle: Term<'a>,
 ) -> NifResult<Term<'a>> {
-    tcp_send_with(env, sock, handle, |send| iovec::with_flat(data, send).ok())
+    tcp_send_gathered(env, sock, data, handle, Gather::Flat)
 }
 
-/// [`tcp_send`]'s checks, then `gather`, which calls the send it is given
-/// with the data's entries (None: it didn't, and the caller's general path
-/// takes the data: `tcp_send_info`'s tuple).
-fn tcp_send_with<'a>(
+/// How [`tcp_send_gathered`] makes the data's iovec entries.
+enum Gather {
+    /// [`iovec::with_iolist`]: nested lists of binaries sent as they are.
+    Walk,
+    /// [`iovec::with_flat`]: the bytes copied together.
+    Flat,
+}
+
+/// [`tcp_send`]'s checks, then the send of `data`'s entries; when they
+/// can't be made that way, nothing is sent and `tcp_send_info`'s tuple sends
+/// the caller to erlang:iolist_to_iovec/1's path (which raises badarg for
+/// data that is not iodata).
+fn tcp_send_gathered<'a>(
     env: Env<'a>,
     sock: Sock<'a>,
+    data: Term<'a>,
     handle: Term<'a>,
-    gather: impl FnOnce(
-        &dyn Fn(&[libc::iovec]) -> Result<send::Outcome, send::Failed>,
-    ) -> Option<Result<send::Outcome, send::Failed>>,
+    how: Gather,
 ) -> NifResult<Term<'a>> {
     let info = tcp::format::send_info(sock);
     if matches!(info.packet, Packet::Len(_)) || info.queued || info.send_timeout == Some(0) {
         return Ok(codec::send_info(env, &info));
     }
-    let Some(sent) = gather(&|e| send::send_entries(env, sock, e, 0, handle, Mode::Wait)) else {
+    let send = |e: &[libc::iovec]| send::send_entries(env, sock, e, 0, handle, Mode::Wait);
+    let gathered = match how {
+        Gather::Walk => iovec::with_iolist(data, send),
+        Gather::Flat => iovec::with_flat(data, send),
+    };
+    let Ok(sent) = gathered else {
         return Ok(codec::send_info(env, &info));
     };
     match sent {

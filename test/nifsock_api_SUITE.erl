@@ -81,7 +81,8 @@
          api_setopt_controlling_process_dead_owner/1,
          api_close_leaves_no_message/1,
          api_sockaddr_out_of_range/1,
-         api_send_concurrent_writers_whole/1]).
+         api_send_concurrent_writers_whole/1,
+         api_sendfile_error_ends_turn/1]).
 
 -import(nifsock_test_lib, [loopback/1, listener/2, pair/1, connect_accept/3, flush/0,
                            kill_and_wait/1, fd_count/0, socket_fds/0, tmp_path/1]).
@@ -161,7 +162,8 @@ cases() ->
      api_setopt_controlling_process_dead_owner,
      api_close_leaves_no_message,
      api_sockaddr_out_of_range,
-     api_send_concurrent_writers_whole].
+     api_send_concurrent_writers_whole,
+     api_sendfile_error_ends_turn].
 
 init_per_suite(Config) -> Config.
 
@@ -1401,6 +1403,47 @@ api_send_concurrent_writers_whole(Config) ->
     true = lists:all(fun({_, Len}) -> Len =:= Size end, Runs),
     ok = gen_tcp:close(C),
     close_all(Mod, [A, L]).
+
+%% Ensures a sendfile that fails while it is the current writer (it waited
+%% for room, then the peer reset the connection) ends its turn: another
+%% process's send then fails at once with the OS error, instead of queueing
+%% behind the failed writer until its timeout.
+api_sendfile_error_ends_turn(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = small_buf_pair(Mod),
+    Path = filename:join(?config(priv_dir, Config), "sendfile_reset.bin"),
+    ok = file:write_file(Path, binary:copy(<<"x">>, 4 * 1024 * 1024)),
+    Self = self(),
+    Writer = spawn(fun() ->
+                           %% a raw file is used by the process that opened it
+                           {ok, F} = file:open(Path, [raw, read, binary]),
+                           Self ! {opened, self()},
+                           Self ! {sendfile, Mod:sendfile(C, F, 0, 0, ?T)},
+                           receive stop -> file:close(F) end
+                   end),
+    receive {opened, Writer} -> ok after ?T -> ct:fail(writer_did_not_open) end,
+    %% Blocked in its select wait: the socket buffers are full.
+    ok = wait_until(fun() -> process_info(Writer, status) =:= {status, waiting} end, 200),
+    ok = Mod:setopt(A, {socket, linger}, #{onoff => true, linger => 0}),
+    ok = Mod:close(A),
+    Reason = receive
+                 {sendfile, {error, {R, N}}} when is_integer(N), N > 0 -> R
+             after ?T -> ct:fail(sendfile_did_not_fail)
+             end,
+    true = lists:member(Reason, [econnreset, epipe]),
+    {error, After} = Mod:send(C, <<"after">>, 2000),
+    ct:log("sendfile: ~p, send after it: ~p", [Reason, After]),
+    true = lists:member(After, [econnreset, epipe]),
+    Writer ! stop,
+    close_all(Mod, [C, L]).
+
+wait_until(_Pred, 0) ->
+    timeout;
+wait_until(Pred, Tries) ->
+    case Pred() of
+        true -> ok;
+        false -> timer:sleep(10), wait_until(Pred, Tries - 1)
+    end.
 
 recv_exactly(S, N) ->
     recv_exactly(S, N, []).

@@ -205,19 +205,45 @@ pub(super) fn unwatch(ctx: Ctx, obj: Obj<'_, Socket>, w: &Waiter) {
     }
 }
 
-/// Whether another process's write is in progress on the socket: one that is
-/// the current write waiter (its partial send waits for room) or queued.
-/// The caller must then queue behind it instead of writing, or the two
-/// sends' bytes would interleave. Call with the socket's write turn held,
-/// right before writing: write readiness the set saw before this point is
-/// forgotten (the write sees the socket's state itself).
-pub fn writer_ahead(obj: Obj<'_, Socket>, caller: &ErlNifPid) -> bool {
+/// Where a writer stands against the socket's other writers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WriteTurn {
+    /// Another process's write is in progress (its partial send waits for
+    /// room, or it is queued): queue behind it instead of writing, or the
+    /// two sends' bytes would interleave.
+    Behind,
+    /// The caller is the current write waiter: write, then `done`.
+    Current,
+    /// No writer waits, the caller neither: write; a completed write needs
+    /// no `done` (only the caller could have queued itself since).
+    Alone,
+}
+
+impl WriteTurn {
+    /// Whether the caller must queue behind another writer.
+    pub fn behind(self) -> bool {
+        self == WriteTurn::Behind
+    }
+
+    /// Whether a completed write must call `done` to leave the waiters.
+    pub fn waits(self) -> bool {
+        self != WriteTurn::Alone
+    }
+}
+
+/// Where `caller` stands against the socket's other writers. Call with the
+/// socket's write turn held, right before writing: write readiness the set
+/// saw before this point is forgotten (the write sees the socket's state
+/// itself).
+pub fn write_turn(obj: Obj<'_, Socket>, caller: &ErlNifPid) -> WriteTurn {
     let s = obj.get();
     let mut st = s.lock();
     readiness::write_attempt(&mut st);
     match &st.writers.current {
-        Some(w) => !same_pid(&w.pid, caller),
-        None => !st.writers.queue.is_empty(),
+        Some(w) if same_pid(&w.pid, caller) => WriteTurn::Current,
+        Some(_) => WriteTurn::Behind,
+        None if st.writers.queue.is_empty() => WriteTurn::Alone,
+        None => WriteTurn::Behind,
     }
 }
 

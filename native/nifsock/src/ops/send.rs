@@ -115,7 +115,8 @@ pub fn send_entries<'a>(
     let caller = msg::self_pid(env).ok_or((Error::BadArg, 0))?;
     // Held until this send is done or registered as the current writer.
     let _turn = sock.s.write_turn();
-    let sent = if lifecycle::writer_ahead(sock.obj, &caller) {
+    let turn = lifecycle::write_turn(sock.obj, &caller);
+    let sent = if turn.behind() {
         // Another send is part-way through: queue behind it, write nothing.
         Sent::Partial(0)
     } else {
@@ -125,11 +126,15 @@ pub fn send_entries<'a>(
     };
     match sent {
         Sent::All => {
-            lifecycle::done(env, sock.obj, Dir::Write, &caller);
+            if turn.waits() {
+                lifecycle::done(env, sock.obj, Dir::Write, &caller);
+            }
             Ok(Outcome::All)
         }
         Sent::Failed(e, n) => {
-            lifecycle::done(env, sock.obj, Dir::Write, &caller);
+            if turn.waits() {
+                lifecycle::done(env, sock.obj, Dir::Write, &caller);
+            }
             Err((Error::Os(e), n))
         }
         Sent::Partial(n) => match mode {

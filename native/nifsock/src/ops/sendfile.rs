@@ -88,7 +88,8 @@ pub fn sendfile<'a>(
     let caller = msg::self_pid(env).ok_or((Error::BadArg, None))?;
     // As send: one writer at a time (see `Socket::write_turn`).
     let _turn = sock.s.write_turn();
-    let pumped = if lifecycle::writer_ahead(sock.obj, &caller) {
+    let turn = lifecycle::write_turn(sock.obj, &caller);
+    let pumped = if turn.behind() {
         Pumped::Blocked(0)
     } else {
         sock.s
@@ -97,12 +98,20 @@ pub fn sendfile<'a>(
     };
     match pumped {
         Pumped::Done(n) => {
-            lifecycle::done(env, sock.obj, Dir::Write, &caller);
+            if turn.waits() {
+                lifecycle::done(env, sock.obj, Dir::Write, &caller);
+            }
             Ok(Outcome::Done(n))
         }
         Pumped::More(n) => Ok(Outcome::More(n)),
-        Pumped::Failed(e, 0) => Err((Error::Os(e), None)),
-        Pumped::Failed(e, n) => Err((Error::Os(e), Some(n))),
+        Pumped::Failed(e, n) => {
+            // A failed write ends this writer's turn, as a completed one
+            // does: a writer queued behind it must not wait for it forever.
+            if turn.waits() {
+                lifecycle::done(env, sock.obj, Dir::Write, &caller);
+            }
+            Err((Error::Os(e), (n > 0).then_some(n)))
+        }
         Pumped::Blocked(n) => match mode {
             Mode::Zero => Ok(Outcome::More(n)),
             Mode::Wait | Mode::Nowait => {

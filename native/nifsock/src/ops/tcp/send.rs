@@ -107,7 +107,7 @@ pub fn flush<'a>(env: Env<'a>, sock: Sock<'a>, handle: Term<'a>, mode: Mode) -> 
     let caller = msg::self_pid(env).ok_or(Error::BadArg)?;
     // As send: one writer at a time (see `Socket::write_turn`).
     let _turn = sock.s.write_turn();
-    let ahead = lifecycle::writer_ahead(sock.obj, &caller);
+    let turn = lifecycle::write_turn(sock.obj, &caller);
     let outcome = {
         let mut guard = sock.s.lock();
         let st = &mut *guard;
@@ -115,7 +115,7 @@ pub fn flush<'a>(env: Env<'a>, sock: Sock<'a>, handle: Term<'a>, mode: Mode) -> 
             return Err(Error::Closed);
         }
         let outcome = match st.send_rest.as_deref_mut() {
-            _ if ahead => Flushed::Blocked,
+            _ if turn.behind() => Flushed::Blocked,
             None => Flushed::Drained,
             Some(rest) => match sock.s.with_fd(|fd| write_rest(sock.s, fd, rest)) {
                 Ok(f) => f,

@@ -1423,7 +1423,7 @@ api_sendfile_error_ends_turn(Config) ->
                    end),
     receive {opened, Writer} -> ok after ?T -> ct:fail(writer_did_not_open) end,
     %% Blocked in its select wait: the socket buffers are full.
-    ok = wait_until(fun() -> process_info(Writer, status) =:= {status, waiting} end, 200),
+    ok = poll_true(fun() -> process_info(Writer, status) =:= {status, waiting} end),
     ok = Mod:setopt(A, {socket, linger}, #{onoff => true, linger => 0}),
     ok = Mod:close(A),
     Reason = receive
@@ -1436,14 +1436,6 @@ api_sendfile_error_ends_turn(Config) ->
     true = lists:member(After, [econnreset, epipe]),
     Writer ! stop,
     close_all(Mod, [C, L]).
-
-wait_until(_Pred, 0) ->
-    timeout;
-wait_until(Pred, Tries) ->
-    case Pred() of
-        true -> ok;
-        false -> timer:sleep(10), wait_until(Pred, Tries - 1)
-    end.
 
 recv_exactly(S, N) ->
     recv_exactly(S, N, []).

@@ -22,4 +22,4 @@ pub use close::{
 pub use closer::stop as stop_closer;
 pub use ctx::Ctx;
 pub use notice::sock_term;
-pub use waiters::{cancel, done, done_ctx, wait, wait_eager, write_turn, Cancelled};
+pub use waiters::{cancel, done, done_ctx, wait, wait_eager, write_ended, write_turn, Cancelled};

@@ -224,11 +224,6 @@ impl WriteTurn {
     pub fn behind(self) -> bool {
         self == WriteTurn::Behind
     }
-
-    /// Whether a completed write must call `done` to leave the waiters.
-    pub fn waits(self) -> bool {
-        self != WriteTurn::Alone
-    }
 }
 
 /// Where `caller` stands against the socket's other writers. Call with the
@@ -244,6 +239,16 @@ pub fn write_turn(obj: Obj<'_, Socket>, caller: &ErlNifPid) -> WriteTurn {
         Some(_) => WriteTurn::Behind,
         None if st.writers.queue.is_empty() => WriteTurn::Alone,
         None => WriteTurn::Behind,
+    }
+}
+
+/// `caller`'s write, begun at `turn`, ended (all written, or failed): it
+/// leaves the write waiters, and the next one gets its turn. A writer that
+/// was `Alone` is in no queue (only it could have queued itself since), so
+/// that costs nothing.
+pub fn write_ended(env: Env, obj: Obj<'_, Socket>, turn: WriteTurn, caller: &ErlNifPid) {
+    if turn != WriteTurn::Alone {
+        done(env, obj, Dir::Write, caller);
     }
 }
 

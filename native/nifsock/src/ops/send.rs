@@ -126,15 +126,11 @@ pub fn send_entries<'a>(
     };
     match sent {
         Sent::All => {
-            if turn.waits() {
-                lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            }
+            lifecycle::write_ended(env, sock.obj, turn, &caller);
             Ok(Outcome::All)
         }
         Sent::Failed(e, n) => {
-            if turn.waits() {
-                lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            }
+            lifecycle::write_ended(env, sock.obj, turn, &caller);
             Err((Error::Os(e), n))
         }
         Sent::Partial(n) => match mode {

@@ -98,18 +98,14 @@ pub fn sendfile<'a>(
     };
     match pumped {
         Pumped::Done(n) => {
-            if turn.waits() {
-                lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            }
+            lifecycle::write_ended(env, sock.obj, turn, &caller);
             Ok(Outcome::Done(n))
         }
         Pumped::More(n) => Ok(Outcome::More(n)),
         Pumped::Failed(e, n) => {
             // A failed write ends this writer's turn, as a completed one
             // does: a writer queued behind it must not wait for it forever.
-            if turn.waits() {
-                lifecycle::done(env, sock.obj, Dir::Write, &caller);
-            }
+            lifecycle::write_ended(env, sock.obj, turn, &caller);
             Err((Error::Os(e), (n > 0).then_some(n)))
         }
         Pumped::Blocked(n) => match mode {

@@ -148,8 +148,8 @@ dist_nodedown_when_peer_killed(_Config) ->
 %% messages: pong, rpc both ways, a 1 MB binary both ways. The nifsock side
 %% runs the connection with the group's carrier, the inet side with a port.
 dist_mixed_cluster_with_inet_tcp(_Config) ->
-    {PN, N} = start_node(nifsock),
-    {PI, I} = start_node(inet_tcp),
+    {PN, N} = start_node(nifsock, "nifsock_dist_suite", ?NO_RECONNECT),
+    {PI, I} = start_node(inet_tcp, "nifsock_dist_suite", ?NO_RECONNECT),
     ?assertEqual(pong, peer:call(PN, net_adm, ping, [I], ?T)),
     [{I, CtrlN}] = peer:call(PN, erlang, system_info, [dist_ctrl], ?T),
     [{N, CtrlI}] = peer:call(PI, erlang, system_info, [dist_ctrl], ?T),
@@ -161,6 +161,7 @@ dist_mixed_cluster_with_inet_tcp(_Config) ->
     %% the other way round: the inet_tcp_dist node sets the connection up
     true = peer:call(PN, erlang, disconnect_node, [I], ?T),
     ?assertEqual(ok, peer:call(PN, ?MODULE, await_no_connection, [1, 5000], ?T)),
+    ?assertEqual(true, peer:call(PI, net_kernel, connect_node, [N], ?T)),
     ?assertEqual(pong, peer:call(PI, net_adm, ping, [N], ?T)),
     ?assertEqual(ok, peer:call(PI, ?MODULE, big_exchange, [N, 1024 * 1024], ?T)),
     ok.
@@ -598,14 +599,15 @@ await_no_connection(Expected, Timeout) ->
 %% open file alive).
 dist_no_stale_epoll_registration(_Config) ->
     [begin
-         {PA, _A} = start_node(C),
-         {PB, B} = start_node(C),
+         {PA, _A} = start_node(C, "nifsock_dist_suite", ?NO_RECONNECT),
+         {PB, B} = start_node(C, "nifsock_dist_suite", ?NO_RECONNECT),
          ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
          ?assertEqual(ok, peer:call(PA, ?MODULE, small_exchange, [B, 1000], 60000)),
          ?assertEqual({C, []}, {C, peer:call(PA, ?MODULE, stale_epoll_entries, [], ?T)}),
          ?assertEqual({C, []}, {C, peer:call(PB, ?MODULE, stale_epoll_entries, [], ?T)}),
          true = peer:call(PA, erlang, disconnect_node, [B], ?T),
          ok = peer:call(PA, ?MODULE, await_no_connection_nodes, [10000], ?T),
+         ?assertEqual(true, peer:call(PA, net_kernel, connect_node, [B], ?T)),
          ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
          ?assertEqual({C, []}, {C, peer:call(PA, ?MODULE, stale_epoll_entries, [], ?T)})
      end || C <- [inet_tcp, nifsock]],
@@ -617,7 +619,7 @@ dist_no_stale_epoll_registration(_Config) ->
 %% last of them, killing a dying connection's port with `driver_unloaded'
 %% before its own reason reaches it), and the next connection is a port again.
 dist_port_driver_outlives_connections(_Config) ->
-    Select = ["-nifsock", "readiness", "select"],
+    Select = ["-nifsock", "readiness", "select" | ?NO_RECONNECT],
     {PA, _A} = start_node(nifsock, "nifsock_dist_suite", Select),
     {_PB, B} = start_node(nifsock, "nifsock_dist_suite", Select),
     ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
@@ -627,6 +629,7 @@ dist_port_driver_outlives_connections(_Config) ->
     true = peer:call(PA, erlang, disconnect_node, [B], ?T),
     ok = peer:call(PA, ?MODULE, await_no_connection_nodes, [10000], ?T),
     ?assertEqual(still_loaded, peer:call(PA, ?MODULE, await_driver_unloaded, [Conn, 2000], ?T)),
+    ?assertEqual(true, peer:call(PA, net_kernel, connect_node, [B], ?T)),
     ?assertEqual(pong, peer:call(PA, net_adm, ping, [B], ?T)),
     [{B, Ctrl2}] = peer:call(PA, erlang, system_info, [dist_ctrl], ?T),
     ?assert(is_port(Ctrl2)),

@@ -125,7 +125,7 @@ syscall_close_inline_without_linger(_Config) ->
     ok = nifsock:close(C), ok = nifsock:close(L).
 
 %% @doc With linger {true, 2} and unacknowledged data, close runs on a dirty
-%% I/O scheduler and a probe on the (single) normal scheduler sees no gap over 500 ms.
+%% I/O scheduler and a probe on the (single) normal scheduler sees no gap over 1 s.
 syscall_linger_close_off_schedulers(Config) ->
     linger_case(Config, close, closes_dirty).
 
@@ -380,7 +380,9 @@ linger_case(Config, How, Counter) ->
     {MaxGap, Deltas} = rpc:call(Node, ?MODULE, linger_scenario, [How], 30000),
     ct:pal("~p: max probe gap ~p ms, counters ~p", [How, MaxGap, Deltas]),
     peer:stop(Peer),
-    ?assert(MaxGap < 500),
+    %% a lingering close on the scheduler would stop it for the 2 s linger;
+    %% 1 s leaves room for a loaded machine descheduling the node's one thread
+    ?assert(MaxGap < 1000),
     ?assertEqual(1, maps:get(Counter, Deltas)),
     ?assertEqual(0, maps:get(fds, Deltas)).
 

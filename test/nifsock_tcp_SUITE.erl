@@ -1383,7 +1383,7 @@ tcp_data_before_active_once(Config) ->
     ok = setopts(Config, S, [{active, once}]),
     {DT, _, _, _} = tags(Config),
     receive {DT, S, <<"waiting">>} -> ok
-    after 500 -> ct:fail({not_delivered_at_once, flush_all()})
+    after ?T -> ct:fail({not_delivered_at_once, flush_all()})
     end,
     close_all(M, [S]), gen_tcp:close(Peer).
 

@@ -406,7 +406,7 @@ exec(Mod, F, Args0, Bound) ->
                 receive
                     {Ref, R0} -> R0
                 after Bound ->
-                        blocked_state(Pid)
+                        blocked_state(Pid, Ref, 100)
                 end;
             {'DOWN', Mon, process, Pid, Reason} ->
                 {died_before_call, Reason}
@@ -417,12 +417,21 @@ exec(Mod, F, Args0, Bound) ->
     receive {'DOWN', Mon, process, Pid, _} -> ok after 5000 -> ok end,
     R.
 
-blocked_state(Pid) ->
+%% A call not back after its bound: waiting in a nifsock function is a
+%% legitimate wait; running or runnable (a short timeout that just fired, a
+%% process not yet scheduled on a loaded machine) is looked at again, 20 ms
+%% apart, up to `Tries' times, taking its result if it comes meanwhile.
+blocked_state(Pid, Ref, Tries) ->
     case process_info(Pid, [status, current_function]) of
         [{status, waiting}, {current_function, {M, _, _}}] = Info ->
             case lists:prefix("nifsock", atom_to_list(M)) of
                 true -> {blocked, {waiting, nifsock}};
                 false -> {blocked, {Info, process_info(Pid, current_stacktrace)}}
+            end;
+        [{status, S}, _] when Tries > 0, S =:= running orelse S =:= runnable ->
+            receive
+                {Ref, R} -> R
+            after 20 -> blocked_state(Pid, Ref, Tries - 1)
             end;
         Info ->
             {blocked, {Info, process_info(Pid, current_stacktrace)}}

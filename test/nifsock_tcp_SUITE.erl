@@ -107,7 +107,7 @@
          tcp_getopts_reads_every_setopt/1,
          tcp_watermarks_move_together/1,
          tcp_accept_inherits_layer_options/1,
-         tcp_header_delivery/1,
+         tcp_header_delivery/1, tcp_once_message_then_passive/1,
          tcp_send_timeout_keeps_rest/1,
          tcp_send_binary_waits_for_peer/1,
          tcp_send_binary_timeout_keeps_tail/1,
@@ -246,6 +246,7 @@ cases() ->
      tcp_watermarks_move_together,
      tcp_accept_inherits_layer_options,
      tcp_header_delivery,
+     tcp_once_message_then_passive,
      tcp_send_timeout_keeps_rest,
      tcp_send_binary_waits_for_peer,
      tcp_send_binary_timeout_keeps_tail,
@@ -1961,6 +1962,32 @@ tcp_header_delivery(Config) ->
     ok = gen_tcp:send(Peer, <<3:16, "abc">>),
     {ok, "abc"} = M:recv(S, 0, ?T),
     close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {active, once}: by the time the owner has the data message the socket is passive, at once: getopts says {active, false} and recv is served (here: times out), never einval. 3000 rounds, each with the deliverer (pump, readiness port) possibly still in its call on the other scheduler (a CI pump pass once caught recv answering einval there).
+tcp_once_message_then_passive(Config) ->
+    M = mod(Config),
+    {DT, _, _, _} = tags(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {packet, 2}]),
+    Round = fun(I) ->
+                    ok = setopts(Config, S, [{active, once}]),
+                    ok = gen_tcp:send(Peer, <<2:16, I:16>>),
+                    ok = spin_for({DT, S, <<I:16>>}, erlang:monotonic_time(millisecond) + ?T),
+                    {I, {ok, [{active, false}]}} = {I, getopts(Config, S, [active])},
+                    {I, {error, timeout}} = {I, M:recv(S, 0, 0)}
+            end,
+    lists:foreach(Round, lists:seq(1, 3000)),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% Takes Msg from the mailbox, polling without sleeping (so the process is
+%% running, on its own scheduler, when the message lands).
+spin_for(Msg, Deadline) ->
+    receive Msg -> ok
+    after 0 ->
+            case erlang:monotonic_time(millisecond) > Deadline of
+                true -> ct:fail({no_message, Msg, flush_all()});
+                false -> spin_for(Msg, Deadline)
+            end
+    end.
 
 %% {send_timeout, T} to a {packet, 4} peer that stops reading: a send that times out keeps its unsent bytes queued (send_pend > 0), the next send (from another process, 2 MiB: a rest copied on a dirty scheduler) times out too instead of overtaking them, and once the peer drains, a last send finishes the queue first: every frame arrives whole and in order.
 tcp_send_timeout_keeps_rest(Config) ->

@@ -290,6 +290,23 @@ impl Socket {
         self.delivery.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// Locks the state as [`Socket::lock`], but when it says the socket is
+    /// active, first waits out a delivery in progress: a delivery sends its
+    /// last message (the one of `{active, once}`, or the passive message)
+    /// before it records that the socket is passive, so an owner that has
+    /// that message and calls `recv` or `getopts` at once must not find the
+    /// old mode. Not with the state lock held (deliveries take it inside
+    /// theirs).
+    pub fn lock_after_delivery(&self) -> MutexGuard<'_, State> {
+        let st = self.lock();
+        if st.tcp.active == Active::Off {
+            return st;
+        }
+        drop(st);
+        drop(self.delivery_lock());
+        self.lock()
+    }
+
     /// Whether close(2) may block.
     pub fn close_may_block(&self) -> bool {
         self.close_may_block.load(Ordering::Relaxed)

@@ -21,7 +21,7 @@ pub fn send_info(sock: Sock) -> SendInfo {
 /// The `nifsock_tcp` options and `send_pend` (bytes queued by timed-out
 /// sends); `closed` once the socket is.
 pub fn get_opts(sock: Sock) -> Result<TcpView> {
-    let st = sock.s.lock();
+    let st = sock.s.lock_after_delivery();
     if st.phase != Phase::Open {
         return Err(Error::Closed);
     }

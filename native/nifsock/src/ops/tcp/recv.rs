@@ -21,7 +21,7 @@ pub fn recv<'a>(
     mode: Mode,
 ) -> TcpRecv<'a> {
     let (opts, mut pending) = {
-        let mut st = sock.s.lock();
+        let mut st = sock.s.lock_after_delivery();
         if st.phase != Phase::Open {
             return TcpRecv::Failed(Error::Closed);
         }

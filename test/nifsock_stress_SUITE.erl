@@ -817,21 +817,15 @@ peer_emfile() ->
         end,
     [nifsock:close(S) || S <- [C, L | Rest]],
     garbage_collect(),
-    FdsAfter = fds_down_to(Fds0, 250),
+    %% closes may finish just after the calls return
+    _ = poll_until(fun() -> fd_count() =< Fds0 end, 5000),
+    FdsAfter = fd_count(),
     #{open_at_limit => OpenAtLimit, accept0 => Accept0, accept1000 => Accept1000,
       accept_infinity => AcceptInf, accept_infinity_ms => InfMs,
       after_free => AfterFree, echo => Echo, fillers => length(Fillers),
       fds_before => Fds0, fds_after => FdsAfter,
       info_before => maps:with([sockets, fds], Base),
       info_after => maps:with([sockets, fds], nifsock:info())}.
-
-%% The node's fd count once it is down to `Fds0' (closes may finish just
-%% after the calls return), or as it is after `Tries' looks 20 ms apart.
-fds_down_to(Fds0, Tries) ->
-    case fd_count() of
-        N when N =< Fds0; Tries =< 0 -> N;
-        _ -> timer:sleep(20), fds_down_to(Fds0, Tries - 1)
-    end.
 
 fill_fds(Acc) when length(Acc) > 1000 ->
     Acc;

@@ -108,6 +108,7 @@
          tcp_watermarks_move_together/1,
          tcp_accept_inherits_layer_options/1,
          tcp_header_delivery/1, tcp_once_message_then_passive/1,
+         tcp_closed_message_then_closed/1, tcp_close_leaves_no_closed_message/1,
          tcp_send_timeout_keeps_rest/1,
          tcp_send_binary_waits_for_peer/1,
          tcp_send_binary_timeout_keeps_tail/1,
@@ -247,6 +248,8 @@ cases() ->
      tcp_accept_inherits_layer_options,
      tcp_header_delivery,
      tcp_once_message_then_passive,
+     tcp_closed_message_then_closed,
+     tcp_close_leaves_no_closed_message,
      tcp_send_timeout_keeps_rest,
      tcp_send_binary_waits_for_peer,
      tcp_send_binary_timeout_keeps_tail,
@@ -1977,6 +1980,47 @@ tcp_once_message_then_passive(Config) ->
             end,
     lists:foreach(Round, lists:seq(1, 3000)),
     close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {Closed, S} in active mode with exit_on_close (the default): by the time the owner has the message the socket is closed, at once, as gen_tcp's port is: send is {error, closed}, setopts fails. 1000 connections, the peer closing after the accept (so the end of the stream is delivered by the pump or the readiness port, not inside the accept call), the owner polling its mailbox so it runs while the deliverer may still be in its call on the other scheduler.
+tcp_closed_message_then_closed(Config) ->
+    M = mod(Config),
+    {_, CT, _, _} = tags(Config),
+    {ok, L} = M:listen(0, [{ip, {127, 0, 0, 1}}, binary, {active, true}]),
+    Port = port(Config, L),
+    Round = fun(I) ->
+                    {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], ?T),
+                    {ok, S} = M:accept(L, ?T),
+                    ok = gen_tcp:close(Peer),
+                    ok = spin_for({CT, S}, erlang:monotonic_time(millisecond) + ?T),
+                    {I, {error, closed}} = {I, M:send(S, <<"x">>)},
+                    {I, {error, _}} = {I, setopts(Config, S, [{active, once}])},
+                    ok = M:close(S)
+            end,
+    lists:foreach(Round, lists:seq(1, 1000)),
+    ok = M:close(L).
+
+%% close/1 just after the peer's close, while the end of the stream may be being delivered (by the pump or the readiness port, on the other scheduler): once close/1 has returned no {Closed, S} comes (close/1 took the one sent, if any), as gen_tcp's. 1000 connections, the close made after 0..63 steps of a busy loop to sweep the window.
+tcp_close_leaves_no_closed_message(Config) ->
+    M = mod(Config),
+    {_, CT, _, _} = tags(Config),
+    {ok, L} = M:listen(0, [{ip, {127, 0, 0, 1}}, binary, {active, true}]),
+    Port = port(Config, L),
+    Round = fun(I) ->
+                    {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], ?T),
+                    {ok, S} = M:accept(L, ?T),
+                    ok = gen_tcp:close(Peer),
+                    busy(I rem 64),
+                    ok = M:close(S),
+                    S
+            end,
+    Socks = lists:map(Round, lists:seq(1, 1000)),
+    ok = M:close(L),
+    timer:sleep(200),
+    Late = [Msg || {Tag, S} = Msg <- flush_all(), Tag =:= CT, lists:member(S, Socks)],
+    {[], _} = {Late, length(Late)}.
+
+busy(0) -> ok;
+busy(N) -> _ = erlang:unique_integer(), busy(N - 1).
 
 %% Takes Msg from the mailbox, polling without sleeping (so the process is
 %% running, on its own scheduler, when the message lands).

@@ -275,9 +275,9 @@ fn tcp_move<'a>(env: Env<'a>, sock: Sock<'a>, pid: Term<'a>) -> NifResult<Term<'
 }
 
 /// The socket's message tags `{Data, Closed, Error, Passive}`, also once it is
-/// closed (nifsock_tcp's close/1 takes a closed message out of the mailbox).
+/// closed (nifsock_tcp's close/1 takes a closed message out of the mailbox),
+/// once no delivery is in progress (see `tags_after_delivery`).
 #[rustler::nif]
 fn tcp_tags<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
-    let tags = sock.s.lock().tcp.tags;
-    codec::tags(env, &tags)
+    codec::tags(env, &tcp::active::tags_after_delivery(sock))
 }

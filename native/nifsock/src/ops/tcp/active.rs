@@ -104,8 +104,33 @@ enum End {
     Done,
     /// Wait for more; `more`: it stopped at its read bound, data may be left.
     Rearm { more: bool },
-    /// The stream ended and `exit_on_close` closes the socket.
-    Close,
+    /// The stream ended and `exit_on_close` closes the socket; the messages
+    /// that end the stream are sent to `owner` after the close (see [`Ending`]).
+    Close {
+        ending: Ending,
+        owner: ErlNifPid,
+        opts: TcpOpts,
+    },
+}
+
+/// The messages that end an active stream: `{Error, S, Reason}` (when there
+/// is one), then `{Closed, S}`. With `exit_on_close` (the default) they are
+/// sent once the socket is closed, so an owner that has `{Closed, S}` finds
+/// it closed (`send` is `{error, closed}`), as gen_tcp's port is gone by
+/// then; with `{exit_on_close, false}` at once, the socket staying open.
+#[derive(Clone, Copy)]
+struct Ending {
+    error: Option<(Atom, i32)>,
+    closed: Atom,
+}
+
+impl Ending {
+    fn send(self, via: &Via, obj: Obj<'_, Socket>, owner: &ErlNifPid, opts: &TcpOpts) {
+        if let Some((tag, e)) = self.error {
+            via.send(obj, owner, opts, Msg::Error(tag, e));
+        }
+        via.send(obj, owner, opts, Msg::Tagged(self.closed));
+    }
 }
 
 /// The delivery loop shared by the pump's NIF and a readiness drain; also
@@ -133,7 +158,7 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
     let mut rearm = false;
     let mut more = false;
     let mut drained = false;
-    let mut ended = false;
+    let mut ending = None;
     while opts.active != Active::Off {
         match frame(&opts, 0, &pending, rcvbuf) {
             Found::Packet { consumed, payload } => {
@@ -145,15 +170,11 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
             Found::TooLarge => {
                 // As inet: what was read is dropped with the bad packet.
                 pending.clear();
-                via.send(
-                    obj,
-                    &owner,
-                    &opts,
-                    Msg::Error(opts.tags.error, libc::EMSGSIZE),
-                );
-                via.send(obj, &owner, &opts, Msg::Tagged(opts.tags.closed));
+                ending = Some(Ending {
+                    error: Some((opts.tags.error, libc::EMSGSIZE)),
+                    closed: opts.tags.closed,
+                });
                 opts.active = Active::Off;
-                ended = true;
             }
             Found::Incomplete if drained || reads >= MAX_DELIVERY_READS => {
                 rearm = true;
@@ -196,15 +217,18 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
                     // A reset reads as a close, as gen_tcp without show_econnreset
                     // (with it: `{nifsock_error, S, econnreset}`, then closed).
                     Read::Failed(e) if e != libc::ECONNRESET || opts.show_econnreset => {
-                        via.send(obj, &owner, &opts, Msg::Error(opts.tags.error, e));
-                        via.send(obj, &owner, &opts, Msg::Tagged(opts.tags.closed));
+                        ending = Some(Ending {
+                            error: Some((opts.tags.error, e)),
+                            closed: opts.tags.closed,
+                        });
                         opts.active = Active::Off;
-                        ended = true;
                     }
                     Read::Eof | Read::Failed(_) => {
-                        via.send(obj, &owner, &opts, Msg::Tagged(opts.tags.closed));
+                        ending = Some(Ending {
+                            error: None,
+                            closed: opts.tags.closed,
+                        });
                         opts.active = Active::Off;
-                        ended = true;
                     }
                 }
             }
@@ -221,12 +245,18 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
             rearm = false;
         }
     }
-    let end = if ended && !opts.keep_open {
-        End::Close
-    } else if rearm {
-        End::Rearm { more }
-    } else {
-        End::Done
+    let end = match ending {
+        Some(ending) if !opts.keep_open => End::Close {
+            ending,
+            owner,
+            opts,
+        },
+        Some(ending) => {
+            ending.send(via, obj, &owner, &opts);
+            End::Done
+        }
+        None if rearm => End::Rearm { more },
+        None => End::Done,
     };
     (end, read_bytes)
 }
@@ -345,7 +375,8 @@ const BYTES_PER_SLICE_PERCENT: usize = 16 * 1024;
 /// by `set_active` when a socket turns active.
 pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) {
     let _serial = sock.s.delivery_lock();
-    let (end, read_bytes) = deliver_in(&Via::Nif(env, sock.term), sock.obj);
+    let via = Via::Nif(env, sock.term);
+    let (end, read_bytes) = deliver_in(&via, sock.obj);
     let percent = (read_bytes / BYTES_PER_SLICE_PERCENT).min(100);
     if percent > 0 {
         // true means the slice is used up: the pump is scheduled out once
@@ -355,9 +386,14 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) {
     match end {
         End::Nothing => {}
         End::Done => lifecycle::done(env, sock.obj, Dir::Read, pump),
-        End::Close => {
+        End::Close {
+            ending,
+            owner,
+            opts,
+        } => {
             lifecycle::done(env, sock.obj, Dir::Read, pump);
             close_ended(env, sock);
+            ending.send(&via, sock.obj, &owner, &opts);
         }
         End::Rearm { more } => {
             let handle = codec::active_handle(env);
@@ -382,13 +418,19 @@ pub fn deliver_from_drain(
 ) -> usize {
     let _serial = obj.get().delivery_lock();
     let ctx = lifecycle::Ctx::Callback(out.caller_env());
-    let (end, read_bytes) = deliver_in(&Via::Drain(out, key), obj);
+    let via = Via::Drain(out, key);
+    let (end, read_bytes) = deliver_in(&via, obj);
     match end {
         End::Nothing => {}
         End::Done => lifecycle::done_ctx(ctx, obj, Dir::Read, pump),
-        End::Close => {
+        End::Close {
+            ending,
+            owner,
+            opts,
+        } => {
             lifecycle::done_ctx(ctx, obj, Dir::Read, pump);
             lifecycle::close_never_blocking(ctx, obj);
+            ending.send(&via, obj, &owner, &opts);
         }
         End::Rearm { more } => readiness::rearm_direct(obj, more),
     }
@@ -459,6 +501,17 @@ pub fn set_active<'a>(
         deliver(env, sock, pump);
     }
     Ok(())
+}
+
+/// The socket's tags, read once no delivery is in progress. A delivery that
+/// meets the end of the stream closes the socket (`exit_on_close`) and then
+/// sends `{Closed, S}` ([`Ending`]): `nifsock_tcp:close/1`, which asks for the
+/// tags after its own close to take that message out of the mailbox, must
+/// find it there, not get it after it returned (gen_tcp's close, serialised
+/// with its port's input, leaves no closed message behind either).
+pub fn tags_after_delivery(sock: Sock) -> Tags {
+    drop(sock.s.delivery_lock());
+    sock.s.lock().tcp.tags
 }
 
 /// `nifsock_tcp:controlling_process/2` when the caller's mailbox is empty

@@ -63,6 +63,7 @@ write(AllResults, Cfg) ->
                         false -> none
                     end,
     Md = [header(Cfg),
+          not_run(Results, Cfg),
           table(Results, Backends, RatioCols),
           targets(Results, TargetSubject, maps:get(subject, Cfg), Backends),
           noise(AllResults, maps:get(ncpu, Cfg)),
@@ -71,6 +72,7 @@ write(AllResults, Cfg) ->
     MdFile = filename:join(Dir, "latest.md"),
     ok = file:write_file(MdFile, unicode:characters_to_binary(Md)),
     Summary = [summary_header(Cfg),
+               not_run(Results, Cfg),
                targets("####", Results, TargetSubject, maps:get(subject, Cfg), Backends),
                paths(Results, Backends),
                summary_noise(AllResults)],
@@ -308,6 +310,17 @@ notes(_Cfg) ->
     "node's OS process (sum over its threads of /proc/PID/task/*/schedstat) around the timed part; idle bytes/conn are deltas over "
     "the connections opened (fresh server node per run); syscalls are per connection from "
     "`strace -f -c` attached to the server node during the churn client's connections.\n".
+
+%% The workloads asked for that have no result at all, named (their targets
+%% read "n/a (no data)"): a run whose time budget (deadline_s) was used up
+%% before them skips them, as does a workload no backend runs.
+not_run(Results, Cfg) ->
+    case [W || W <- maps:get(workloads, Cfg, []), not lists:keymember(W, 1, Results)] of
+        [] -> "";
+        Ws -> io_lib:format("**Not run**: ~ts (no result: the time budget, deadline_s = ~b s, was used up "
+                            "before them, or no backend runs them; see the run's log).\n\n",
+                            [lists:join(", ", [atom_to_list(W) || W <- Ws]), maps:get(deadline_s, Cfg)])
+    end.
 
 %%% summary.md (one release's section of bench/RESULTS.md)
 

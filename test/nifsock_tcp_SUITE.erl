@@ -1983,14 +1983,9 @@ tcp_once_message_then_passive(Config) ->
 
 %% {Closed, S} in active mode with exit_on_close (the default): by the time the owner has the message the socket is closed, at once, as gen_tcp's port is: send is {error, closed}, setopts fails. 1000 connections, the peer closing after the accept (so the end of the stream is delivered by the pump or the readiness port, not inside the accept call), the owner polling its mailbox so it runs while the deliverer may still be in its call on the other scheduler.
 tcp_closed_message_then_closed(Config) ->
-    M = mod(Config),
-    {_, CT, _, _} = tags(Config),
-    {ok, L} = M:listen(0, [{ip, {127, 0, 0, 1}}, binary, {active, true}]),
-    Port = port(Config, L),
+    {M, CT, L, Port} = active_listener(Config),
     Round = fun(I) ->
-                    {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], ?T),
-                    {ok, S} = M:accept(L, ?T),
-                    ok = gen_tcp:close(Peer),
+                    S = accepted_peer_closed(M, L, Port),
                     ok = spin_for({CT, S}, erlang:monotonic_time(millisecond) + ?T),
                     {I, {error, closed}} = {I, M:send(S, <<"x">>)},
                     {I, {error, _}} = {I, setopts(Config, S, [{active, once}])},
@@ -2001,14 +1996,9 @@ tcp_closed_message_then_closed(Config) ->
 
 %% close/1 just after the peer's close, while the end of the stream may be being delivered (by the pump or the readiness port, on the other scheduler): once close/1 has returned no {Closed, S} comes (close/1 took the one sent, if any), as gen_tcp's. 1000 connections, the close made after 0..63 steps of a busy loop to sweep the window.
 tcp_close_leaves_no_closed_message(Config) ->
-    M = mod(Config),
-    {_, CT, _, _} = tags(Config),
-    {ok, L} = M:listen(0, [{ip, {127, 0, 0, 1}}, binary, {active, true}]),
-    Port = port(Config, L),
+    {M, CT, L, Port} = active_listener(Config),
     Round = fun(I) ->
-                    {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], ?T),
-                    {ok, S} = M:accept(L, ?T),
-                    ok = gen_tcp:close(Peer),
+                    S = accepted_peer_closed(M, L, Port),
                     busy(I rem 64),
                     ok = M:close(S),
                     S
@@ -2018,6 +2008,21 @@ tcp_close_leaves_no_closed_message(Config) ->
     timer:sleep(200),
     Late = [Msg || {Tag, S} = Msg <- flush_all(), Tag =:= CT, lists:member(S, Socks)],
     {[], _} = {Late, length(Late)}.
+
+%% The group's module, its closed tag, an {active, true} listener on loopback
+%% and its port.
+active_listener(Config) ->
+    M = mod(Config),
+    {_, CT, _, _} = tags(Config),
+    {ok, L} = M:listen(0, [{ip, {127, 0, 0, 1}}, binary, {active, true}]),
+    {M, CT, L, port(Config, L)}.
+
+%% A socket accepted from L whose peer has closed its end.
+accepted_peer_closed(M, L, Port) ->
+    {ok, Peer} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}], ?T),
+    {ok, S} = M:accept(L, ?T),
+    ok = gen_tcp:close(Peer),
+    S.
 
 busy(0) -> ok;
 busy(N) -> _ = erlang:unique_integer(), busy(N - 1).

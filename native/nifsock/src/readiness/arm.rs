@@ -152,6 +152,33 @@ pub fn rearm_direct(obj: Obj<'_, Socket>, more: bool) {
     }
 }
 
+/// Before an active delivery gives up its read wait without having read to
+/// EAGAIN (the socket turned passive, or its count ran out): the edge that
+/// woke it may be the last one for bytes still unread, and an edge-triggered
+/// set reports no second edge for them, so the next read wait is told at once
+/// ([`arm`] answers `ReadyNow`; at worst one read that finds nothing). Without
+/// this a passive `recv` whose read found nothing just before that edge, and
+/// which armed just after the delivery gave it up, waited for the peer's next
+/// bytes (seen: a distribution input handler switching to passive reads
+/// stalled until the peer's tick, ~30 s).
+pub fn keep_ready(obj: Obj<'_, Socket>) {
+    let s = obj.get();
+    let mut st = s.lock();
+    if st.rd.key.is_some() {
+        st.rd.ready = true;
+    }
+}
+
+/// A delivery's reads follow (the socket's state locked by the caller): they
+/// see every byte that came before this point, so an edge the set reported
+/// earlier (or [`keep_ready`]'s) is used up by them, and one that comes later
+/// sets `ready` again (the read wait is not armed meanwhile). Without this a
+/// delivery that read to EAGAIN would still arm `ReadyNow`: a needless
+/// wake-up, and a message of the socket's from another sender.
+pub fn reads_follow(st: &mut State) {
+    st.rd.ready = false;
+}
+
 /// After the pump's own delivery stopped at its read bound and its wait was
 /// armed again: a later drain serves the rest, after other work, instead of
 /// an immediate select message to the pump (which would loop the pump

@@ -145,6 +145,7 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
         if st.tcp.active == Active::Off {
             return (End::Done, 0);
         }
+        readiness::reads_follow(&mut st);
         (
             st.owner,
             st.tcp,
@@ -385,7 +386,10 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) {
     }
     match end {
         End::Nothing => {}
-        End::Done => lifecycle::done(env, sock.obj, Dir::Read, pump),
+        End::Done => {
+            readiness::keep_ready(sock.obj);
+            lifecycle::done(env, sock.obj, Dir::Read, pump)
+        }
         End::Close {
             ending,
             owner,
@@ -422,7 +426,10 @@ pub fn deliver_from_drain(
     let (end, read_bytes) = deliver_in(&via, obj);
     match end {
         End::Nothing => {}
-        End::Done => lifecycle::done_ctx(ctx, obj, Dir::Read, pump),
+        End::Done => {
+            readiness::keep_ready(obj);
+            lifecycle::done_ctx(ctx, obj, Dir::Read, pump)
+        }
         End::Close {
             ending,
             owner,

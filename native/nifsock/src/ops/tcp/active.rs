@@ -118,18 +118,19 @@ enum End {
 /// sent once the socket is closed, so an owner that has `{Closed, S}` finds
 /// it closed (`send` is `{error, closed}`), as gen_tcp's port is gone by
 /// then; with `{exit_on_close, false}` at once, the socket staying open.
+/// The tags are the delivery's `opts.tags`.
 #[derive(Clone, Copy)]
 struct Ending {
-    error: Option<(Atom, i32)>,
-    closed: Atom,
+    /// The OS error reported before the close, if any.
+    error: Option<i32>,
 }
 
 impl Ending {
     fn send(self, via: &Via, obj: Obj<'_, Socket>, owner: &ErlNifPid, opts: &TcpOpts) {
-        if let Some((tag, e)) = self.error {
-            via.send(obj, owner, opts, Msg::Error(tag, e));
+        if let Some(e) = self.error {
+            via.send(obj, owner, opts, Msg::Error(opts.tags.error, e));
         }
-        via.send(obj, owner, opts, Msg::Tagged(self.closed));
+        via.send(obj, owner, opts, Msg::Tagged(opts.tags.closed));
     }
 }
 
@@ -172,8 +173,7 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
                 // As inet: what was read is dropped with the bad packet.
                 pending.clear();
                 ending = Some(Ending {
-                    error: Some((opts.tags.error, libc::EMSGSIZE)),
-                    closed: opts.tags.closed,
+                    error: Some(libc::EMSGSIZE),
                 });
                 opts.active = Active::Off;
             }
@@ -218,17 +218,11 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
                     // A reset reads as a close, as gen_tcp without show_econnreset
                     // (with it: `{nifsock_error, S, econnreset}`, then closed).
                     Read::Failed(e) if e != libc::ECONNRESET || opts.show_econnreset => {
-                        ending = Some(Ending {
-                            error: Some((opts.tags.error, e)),
-                            closed: opts.tags.closed,
-                        });
+                        ending = Some(Ending { error: Some(e) });
                         opts.active = Active::Off;
                     }
                     Read::Eof | Read::Failed(_) => {
-                        ending = Some(Ending {
-                            error: None,
-                            closed: opts.tags.closed,
-                        });
+                        ending = Some(Ending { error: None });
                         opts.active = Active::Off;
                     }
                 }

@@ -38,6 +38,7 @@
          readiness_eager_recv_served_wait/1,
          readiness_eager_recv_dead_reader_keeps_bytes/1,
          readiness_eager_recv_tcp_passive/1,
+         readiness_turned_passive_keeps_edge/1,
          readiness_held_echo_close/1,
          readiness_held_input_returned/1,
          readiness_held_owner_death/1,
@@ -62,9 +63,11 @@ cases() ->
      readiness_fd_reuse_canary_short,
      readiness_fairness_streaming | write_cases()].
 
-%% Writers and connects in the set: also run on the `pump' path (its own peer).
+%% Writers and connects in the set, and a turn to passive reads while an
+%% active read wait is served: also run on the `pump' path (its own peer).
 write_cases() ->
-    [readiness_write_waits,
+    [readiness_turned_passive_keeps_edge,
+     readiness_write_waits,
      readiness_source_kept_from_strangers,
      readiness_close_armed_writer,
      readiness_reader_writer_concurrent,
@@ -350,6 +353,19 @@ readiness_eager_recv_dead_reader_keeps_bytes(Config) ->
 %% `{error, closed}'), one eager read per request.
 readiness_eager_recv_tcp_passive(Config) -> run(eager_recv_tcp_passive, Config).
 
+%% @doc A turn to passive reads while the active pump's read wait holds the
+%% edge, made deterministic by suspending the pumps: the socket is `{active,
+%% once}' (its pump's wait armed), turns passive, and a passive `recv(S, 0)'
+%% finds nothing and queues behind the pump's wait; the peer's bytes come
+%% while the pump cannot run, so the edge is the pump's (its select message);
+%% resumed, the pump finds the socket passive and gives its wait up, which
+%% must hand the edge on: the recv gets the bytes though the peer sends
+%% nothing more. (The narrower window fixed in fe4763f, a recv that arms
+%% between its own empty read and a delivery's give-up inside one drain, is
+%% inside NIF calls and not reachable from here; the edge protocol has its
+%% unit test in core/read_edge.rs.)
+readiness_turned_passive_keeps_edge(Config) -> run(turned_passive_keeps_edge, Config).
+
 %%--------------------------------------------------------------------
 %% Bodies (in the peer)
 %%--------------------------------------------------------------------
@@ -407,6 +423,36 @@ body(active_n_delivery, #{tcp := Tcp}) ->
     ok = setopts(Tcp, A, [{active, 2}]),
     [receive {D, A, <<I>>} -> ok after ?T -> error({no_data, I}) end || I <- [4, 5]],
     receive {P, A} -> ok after ?T -> error(no_passive) end,
+    [ok = Tcp:close(X) || X <- [C, A, L]],
+    ok;
+body(turned_passive_keeps_edge, #{tcp := Tcp}) ->
+    Rounds = 20,
+    {L, C, A} = tcp_pair(Tcp, []),
+    Main = self(),
+    [begin
+         ok = setopts(Tcp, A, [{active, once}]),
+         %% (a process resumes only what it suspended: the helper does both)
+         Helper = spawn_link(
+                    fun() ->
+                            Pumps = suspend_pumps(Tcp),
+                            Main ! {self(), suspended},
+                            wait_until(fun() -> in_recv(Main) end),
+                            ok = Tcp:send(C, <<I:32>>),
+                            %% the edge reached the suspended pump (as its
+                            %% select message) before it may run again
+                            wait_until(fun() -> Pumps =:= [] orelse
+                                                    lists:any(fun has_message/1, Pumps)
+                                       end),
+                            [erlang:resume_process(P) || P <- Pumps],
+                            Main ! {self(), resumed}
+                    end),
+         receive {Helper, suspended} -> ok after ?T -> error(helper_stuck) end,
+         ok = setopts(Tcp, A, [{active, false}]),
+         Got = Tcp:recv(A, 0, ?T),
+         receive {Helper, resumed} -> ok after ?T -> error(helper_stuck) end,
+         {I, {ok, <<I:32>>}} = {I, Got}
+     end || I <- lists:seq(1, Rounds)],
+    nothing = no_message(),
     [ok = Tcp:close(X) || X <- [C, A, L]],
     ok;
 body(close_pending_no_delivery, #{tcp := Tcp}) ->
@@ -874,6 +920,31 @@ echo(Mod, A, K) ->
     {ok, B} = Mod:recv(A, 4, ?T),
     ok = Mod:send(A, B),
     echo(Mod, A, K - 1).
+
+%% The active pumps of nifsock_tcp, suspended (gen_tcp has none: its port
+%% reads for it).
+suspend_pumps(gen_tcp) -> [];
+suspend_pumps(nifsock_tcp) ->
+    Pumps = [P || Name <- registered(),
+                  lists:prefix("nifsock_tcp_pump_", atom_to_list(Name)),
+                  P <- [whereis(Name)], is_pid(P)],
+    true = Pumps =/= [],
+    [erlang:suspend_process(P) || P <- Pumps],
+    Pumps.
+
+has_message(Pid) ->
+    {message_queue_len, N} = process_info(Pid, message_queue_len),
+    N > 0.
+
+%% Whether `Pid' waits in a receive (here: its recv's).
+in_recv(Pid) ->
+    {status, waiting} =:= process_info(Pid, status).
+
+wait_until(Fun) ->
+    case Fun() of
+        true -> ok;
+        false -> timer:sleep(1), wait_until(Fun)
+    end.
 
 selects(socket) -> 0;
 selects(nifsock) -> maps:get(selects, nifsock:info()).

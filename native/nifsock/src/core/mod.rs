@@ -1,5 +1,5 @@
 //! Pure Rust, no Rustler: the distribution's framing, errno names, the fd cell, the option table, packet
-//! framing, the scratch buffer, traffic counters, unix paths and the tuning
+//! framing, the read-edge protocol of the readiness set, the scratch buffer, traffic counters, unix paths and the tuning
 //! constants. `native/nifsock_unit` compiles this folder alone to run its
 //! unit tests, so nothing here names `crate::`.
 
@@ -11,6 +11,7 @@ pub mod gen_tcp_opts;
 pub mod limits;
 pub mod opts;
 pub mod packet;
+pub mod read_edge;
 pub mod scratch;
 pub mod traffic;
 pub mod unix_path;

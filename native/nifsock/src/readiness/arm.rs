@@ -10,14 +10,9 @@ use crate::sys::epoll;
 use crate::sys::resource::{Kept, Obj};
 use crate::sys::select::Dir;
 
-/// What `arm` did.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Arm {
-    /// The waiter will be told on the next edge.
-    Armed,
-    /// An edge came before the arm: tell the waiter now.
-    ReadyNow,
-}
+/// What `arm` did: `Armed` (the waiter will be told on the next edge) or
+/// `ReadyNow` (an edge came before the arm: tell the waiter now).
+pub use crate::core::read_edge::Wait as Arm;
 
 /// Arms a read wait on the socket whose state is `st` (locked by the caller).
 /// None: the path is off or the fd could not be registered; use enif_select.
@@ -29,14 +24,7 @@ pub fn arm(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm> {
         st.rd.key = Some(set::register(obj, fd, epoll::IN)?);
     }
     st.rd.unarmed_since = 0;
-    if st.rd.ready || st.rd.hup {
-        st.rd.ready = false;
-        st.rd.armed = false;
-        Some(Arm::ReadyNow)
-    } else {
-        st.rd.armed = true;
-        Some(Arm::Armed)
-    }
+    Some(st.rd.edge.arm())
 }
 
 /// Arms a write (or connect) wait on the socket whose state is `st` (locked
@@ -84,9 +72,9 @@ pub fn write_attempt(st: &mut State) {
     st.rd.w_ready = false;
 }
 
-/// Whether the peer shut down or the socket failed (see `SockRd::hup`).
+/// Whether the peer shut down or the socket failed (see `ReadEdge::hup`).
 pub fn hup(st: &State) -> bool {
-    st.rd.hup
+    st.rd.edge.hup()
 }
 
 /// Disarms the current `dir` wait when it went through the set: Some(true)
@@ -96,7 +84,7 @@ pub fn hup(st: &State) -> bool {
 /// wait when `arm_write` armed it there.
 pub fn cancel(st: &mut State, dir: Dir) -> Option<bool> {
     match dir {
-        Dir::Read if st.rd.key.is_some() => Some(std::mem::replace(&mut st.rd.armed, false)),
+        Dir::Read if st.rd.key.is_some() => Some(st.rd.edge.cancel()),
         Dir::Write if st.rd.w_set => {
             st.rd.w_set = false;
             Some(std::mem::replace(&mut st.rd.w_armed, false))
@@ -115,8 +103,7 @@ pub fn cancel(st: &mut State, dir: Dir) -> Option<bool> {
 /// socket lock.
 pub fn unregister(st: &mut State, fd: Option<RawFd>) -> Option<Kept<Socket>> {
     let k = st.rd.key.take()?;
-    st.rd.armed = false;
-    st.rd.ready = false;
+    st.rd.edge.leave();
     st.rd.queued = false;
     st.rd.out = false;
     st.rd.w_armed = false;
@@ -136,47 +123,39 @@ pub fn rearm_direct(obj: Obj<'_, Socket>, more: bool) {
     let s = obj.get();
     let mut st = s.lock();
     let Some(k) = st.rd.key else { return };
-    st.rd.armed = true;
+    st.rd.edge.rearm();
     direct::served(obj, &mut st, k);
     if st.rd.direct {
         // the port holds its input: a level-triggered pollset reports what
         // is left after other work
         return;
     }
-    if more || st.rd.ready || st.rd.hup {
-        st.rd.ready = false;
-        if !std::mem::replace(&mut st.rd.queued, true) {
-            drop(st);
-            push(k);
-        }
+    if st.rd.edge.take_pending(more) && !std::mem::replace(&mut st.rd.queued, true) {
+        drop(st);
+        push(k);
     }
 }
 
 /// Before an active delivery gives up its read wait without having read to
-/// EAGAIN (the socket turned passive, or its count ran out): the edge that
-/// woke it may be the last one for bytes still unread, and an edge-triggered
-/// set reports no second edge for them, so the next read wait is told at once
-/// ([`arm`] answers `ReadyNow`; at worst one read that finds nothing). Without
-/// this a passive `recv` whose read found nothing just before that edge, and
-/// which armed just after the delivery gave it up, waited for the peer's next
-/// bytes (seen: a distribution input handler switching to passive reads
-/// stalled until the peer's tick, ~30 s).
+/// EAGAIN (the socket turned passive, or its count ran out): the edge it took
+/// is kept for the next read wait (`ReadEdge::gave_up`; without it a passive
+/// `recv` that found nothing just before that edge and armed just after the
+/// give-up waited for the peer's next bytes: seen as a distribution input
+/// handler stalled until the peer's tick, ~30 s).
 pub fn keep_ready(obj: Obj<'_, Socket>) {
     let s = obj.get();
     let mut st = s.lock();
     if st.rd.key.is_some() {
-        st.rd.ready = true;
+        st.rd.edge.gave_up();
     }
 }
 
-/// A delivery's reads follow (the socket's state locked by the caller): they
-/// see every byte that came before this point, so an edge the set reported
-/// earlier (or [`keep_ready`]'s) is used up by them, and one that comes later
-/// sets `ready` again (the read wait is not armed meanwhile). Without this a
-/// delivery that read to EAGAIN would still arm `ReadyNow`: a needless
-/// wake-up, and a message of the socket's from another sender.
+/// A delivery's reads follow (the socket's state locked by the caller): an
+/// edge kept before them is used up by them (`ReadEdge::reads_follow`);
+/// without it a delivery that read to EAGAIN would still arm `ReadyNow`: a
+/// needless wake-up, and a message of the socket's from another sender.
 pub fn reads_follow(st: &mut State) {
-    st.rd.ready = false;
+    st.rd.edge.reads_follow();
 }
 
 /// After the pump's own delivery stopped at its read bound and its wait was
@@ -188,7 +167,7 @@ pub fn defer_armed(obj: Obj<'_, Socket>) {
     let s = obj.get();
     let mut st = s.lock();
     let Some(k) = st.rd.key else { return };
-    if st.rd.armed && !std::mem::replace(&mut st.rd.queued, true) {
+    if st.rd.edge.armed() && !std::mem::replace(&mut st.rd.queued, true) {
         drop(st);
         push(k);
     }

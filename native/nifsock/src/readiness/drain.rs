@@ -15,6 +15,7 @@ use super::arm::push;
 use super::direct;
 use super::set::{self, lock, EFD_KEY};
 use crate::atoms;
+use crate::core::read_edge::Edge;
 use crate::socket::{Active, Phase, Socket, State};
 use crate::sys::driver::{self, Hooks};
 use crate::sys::drvsend::{Ext, PortId, Spec};
@@ -283,9 +284,7 @@ fn defer(kept: &Kept<Socket>, key: u64, events: u32, out: &Out) {
     if events & epoll::IN == 0 {
         return;
     }
-    st.rd.hup |= events & epoll::HUP != 0;
-    if !st.rd.armed {
-        st.rd.ready = true;
+    if !st.rd.edge.edge_deferred(events & epoll::HUP != 0) {
         return;
     }
     let Some(k) = st.rd.key else { return };
@@ -409,16 +408,13 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
     if events & epoll::IN == 0 {
         return 0;
     }
-    st.rd.hup |= events & epoll::HUP != 0;
-    if !st.rd.armed {
-        st.rd.ready = true;
+    if st.rd.edge.edge(events & epoll::HUP != 0) == Edge::Kept {
         if st.rd.direct && direct::unarmed_too_long(st) {
             // reported again and again with no reader: back to the set
             direct::demote(obj, st, key);
         }
         return 0;
     }
-    st.rd.armed = false;
     st.rd.unarmed_since = 0;
     let Some(w) = st.readers.current.as_ref() else {
         return 0;
@@ -452,7 +448,7 @@ fn fire(kept: &Kept<Socket>, key: u64, events: u32, from_backlog: bool, out: &Ou
                     return n;
                 }
                 Taken::Empty => {
-                    st.rd.armed = true;
+                    st.rd.edge.rearm();
                     return 0;
                 }
                 Taken::Declined => {}

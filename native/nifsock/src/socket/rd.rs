@@ -2,19 +2,15 @@
 //! under the state mutex. All false/None unless the `driver` or `pump`
 //! readiness source is on and the socket has waited for a read or a write.
 
+use crate::core::read_edge::ReadEdge;
+
 /// Read and write readiness from nifsock's own epoll set.
 #[derive(Debug, Default)]
 pub struct SockRd {
     /// The slot key (`generation << 32 | index`), once the fd is in the set.
     pub key: Option<u64>,
-    /// The current read waiter is waiting for an edge.
-    pub armed: bool,
-    /// An edge came while nobody was armed (the next arm consumes it).
-    pub ready: bool,
-    /// The peer shut down or the socket failed (EPOLLRDHUP/HUP/ERR): that
-    /// condition persists but gives no further edge, so every later wait is
-    /// ready at once and a short read is no proof the queue is empty.
-    pub hup: bool,
+    /// Who is told about a read edge (armed waiter, kept edge, hang-up).
+    pub edge: ReadEdge,
     /// The slot key is in the drain's backlog (at most once).
     pub queued: bool,
     /// The fd is in the set with `EPOLLOUT` too (from its first write or

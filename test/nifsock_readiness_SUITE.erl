@@ -436,13 +436,15 @@ body(turned_passive_keeps_edge, #{tcp := Tcp}) ->
                     fun() ->
                             Pumps = suspend_pumps(Tcp),
                             Main ! {self(), suspended},
-                            wait_until(fun() -> in_recv(Main) end),
+                            true = nifsock_test_lib:wait_until(
+                                     fun() -> in_recv(Main) end, fun(B) -> B end),
                             ok = Tcp:send(C, <<I:32>>),
                             %% the edge reached the suspended pump (as its
                             %% select message) before it may run again
-                            wait_until(fun() -> Pumps =:= [] orelse
-                                                    lists:any(fun has_message/1, Pumps)
-                                       end),
+                            true = nifsock_test_lib:wait_until(
+                                     fun() -> Pumps =:= [] orelse
+                                                  lists:any(fun has_message/1, Pumps)
+                                     end, fun(B) -> B end),
                             [erlang:resume_process(P) || P <- Pumps],
                             Main ! {self(), resumed}
                     end),
@@ -939,12 +941,6 @@ has_message(Pid) ->
 %% Whether `Pid' waits in a receive (here: its recv's).
 in_recv(Pid) ->
     {status, waiting} =:= process_info(Pid, status).
-
-wait_until(Fun) ->
-    case Fun() of
-        true -> ok;
-        false -> timer:sleep(1), wait_until(Fun)
-    end.
 
 selects(socket) -> 0;
 selects(nifsock) -> maps:get(selects, nifsock:info()).

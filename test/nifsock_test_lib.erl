@@ -1,12 +1,13 @@
 %%% Helpers shared by the test suites (nifsock_tcp_SUITE keeps its own):
 %%% loopback listeners and connected pairs over a module with socket's API
 %%% (`socket' or `nifsock'), a listener's port over any of the modules under
-%%% test, mailbox flushing, fd counts, peer nodes that run this tree's code,
-%%% unique /tmp paths and PROXY protocol v2 header builders.
+%%% test, mailbox flushing, polling for a condition, fd counts, peer nodes
+%%% that run this tree's code, unique /tmp paths and PROXY protocol v2 header
+%%% builders.
 -module(nifsock_test_lib).
 
 -export([loopback/1, listener/2, listener/3, connect_accept/3, pair/1, port/2]).
--export([flush/0, flush/1, kill_and_wait/1, fd_count/0, socket_fds/0]).
+-export([flush/0, flush/1, kill_and_wait/1, wait_until/2, fd_count/0, socket_fds/0]).
 -export([start_peer/1, stop_peers/0]).
 -export([tmp_path/1, proxy_v2/2, proxy_tlv/2]).
 
@@ -85,6 +86,18 @@ kill_and_wait(Pid) ->
     MRef = erlang:monitor(process, Pid),
     exit(Pid, kill),
     receive {'DOWN', MRef, process, Pid, _} -> ok after ?T -> ct:fail({still_alive, Pid}) end.
+
+%% Polls Get() (every millisecond) until Done(Value) holds or ?T ms have
+%% passed; returns the last value, for the caller to match.
+wait_until(Get, Done) ->
+    wait_until(Get, Done, erlang:monotonic_time(millisecond) + ?T).
+
+wait_until(Get, Done, Deadline) ->
+    V = Get(),
+    case Done(V) orelse erlang:monotonic_time(millisecond) > Deadline of
+        true -> V;
+        false -> receive after 1 -> wait_until(Get, Done, Deadline) end
+    end.
 
 %% The open file descriptors of this OS process.
 fd_count() ->

@@ -217,7 +217,7 @@ dist_scenario(B, Dir) ->
     After = Echo(<<"after">>),
     Same = Ctrl() =:= Ctrl0,
     true = erlang:disconnect_node(B),
-    wait_until(fun() -> nodes() end, fun(N) -> N =:= [] end),
+    nifsock_test_lib:wait_until(fun() -> nodes() end, fun(N) -> N =:= [] end),
     pong = net_adm:ping(B),
     Again = Echo(<<"again">>),
     #{loaded => Loaded, purged => Purged, echoes => [Before, During, After, Again],
@@ -342,7 +342,8 @@ readiness_scenario(Mode, Dir) ->
     %% A read waiting in the set across the upgrade.
     Self = self(),
     Waiter = spawn(fun() -> Self ! {self(), nifsock:recv(A, 3, 4 * ?T)} end),
-    wait_until(fun() -> maps:get(num_readers, nifsock:info(A), 0) end, fun(N) -> N > 0 end),
+    nifsock_test_lib:wait_until(fun() -> maps:get(num_readers, nifsock:info(A), 0) end,
+                                fun(N) -> N > 0 end),
     M0 = mapped_libs(),
     Libs0 = maps:get(nif_libs, nifsock:info()),
     CopyLib = copy_app(Dir),
@@ -414,20 +415,10 @@ closers() ->
 
 %% closers() once Done(N) holds (or after 5 s, the last count).
 wait_closers(Done) ->
-    wait_until(fun closers/0, Done).
+    nifsock_test_lib:wait_until(fun closers/0, Done).
 
 wait_fd_count(Fd0) ->
-    wait_until(fun nifsock_test_lib:fd_count/0, fun(N) -> N =:= Fd0 end).
-
-wait_until(Get, Done) ->
-    wait_until(Get, Done, erlang:monotonic_time(millisecond) + ?T).
-
-wait_until(Get, Done, Deadline) ->
-    V = Get(),
-    case Done(V) orelse erlang:monotonic_time(millisecond) > Deadline of
-        true -> V;
-        false -> receive after 10 -> wait_until(Get, Done, Deadline) end
-    end.
+    nifsock_test_lib:wait_until(fun nifsock_test_lib:fd_count/0, fun(N) -> N =:= Fd0 end).
 
 give(socket, S, Pid) -> socket:setopt(S, {otp, controlling_process}, Pid);
 give(nifsock, S, Pid) -> nifsock:controlling_process(S, Pid).

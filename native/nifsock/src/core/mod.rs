@@ -1,7 +1,8 @@
-//! Pure Rust, no Rustler: the distribution's framing, errno names, the fd cell, the option table, packet
-//! framing, the read-edge protocol of the readiness set, the scratch buffer, traffic counters, unix paths and the tuning
-//! constants. `native/nifsock_unit` compiles this folder alone to run its
-//! unit tests, so nothing here names `crate::`.
+//! Pure Rust, no Rustler: the distribution's framing, errno names, the fd
+//! cell, the option table, packet framing, the read-edge protocol of the
+//! readiness set, the scratch buffer, traffic counters, unix paths and the
+//! tuning constants. `native/nifsock_unit` compiles this folder alone to run
+//! its unit tests, so nothing here names `crate::`.
 
 pub mod distframe;
 pub mod errno;

@@ -47,6 +47,10 @@ config(Opts) ->
       workloads => [list_to_atom(W) || W <- string:lexemes(Workloads, ",")],
       subject => list_to_atom(Get(subject, "nifsock")),
       client => list_to_atom(Get(client, "gen_tcp")),
+      %% pingpong's load: `native' (bench/pingpong-client, one epoll thread:
+      %% a BEAM client on one core saturates before a fast server does) or
+      %% `beam' (bench_client:pingpong/5 over `client')
+      pp_client => pp_client(Get(pp_client, "native"), Get(pp_client_bin, "")),
       server_core => Get(server_core, "0"),
       nice => Get(nice, ""),
       load_core => Get(load_core, "1"),
@@ -68,6 +72,10 @@ config(Opts) ->
       wrk => os:find_executable("wrk"),
       strace => os:find_executable("strace"),
       start => erlang:monotonic_time(millisecond)}.
+
+pp_client("native", "") -> beam;
+pp_client("native", Bin) -> {native, Bin};
+pp_client("beam", _) -> beam.
 
 %% The TLS backends (ssl over nifsock_tcp and over gen_tcp) are added when a
 %% TLS workload runs (full mode, or --workloads naming one); only they run
@@ -99,6 +107,9 @@ run(Opts) ->
                              Stamp ++ "-" ++ atom_to_list(maps:get(mode, Cfg0)) ++ ".csv"]),
     {ok, Raw} = file:open(RawFile, [write]),
     io:format(Raw, "round,workload,backend,metric,value~n", []),
+    maps:get(pp_client, Cfg0) =:= beam andalso maps:get(pp_client, Opts, "native") =:= "native"
+        andalso log("bench: the native ping-pong client is not built (cargo build --release -p "
+                    "nifsock_pingpong_client); pingpong runs with the BEAM client", []),
     Client = bench_backend:mod(maps:get(client, Cfg0)),
     ok = bench_backend:available(maps:get(client, Cfg0)),
     %% one long-lived server node per backend
@@ -121,7 +132,8 @@ run(Opts) ->
     Wall = (erlang:monotonic_time(millisecond) - maps:get(start, Cfg)) div 1000,
     Cfg1 = Cfg#{machine => Machine, raw_file => RawFile, bench_wall_s => Wall,
                 skipped => [{B, lists:flatten(io_lib:format("~0p", [R]))} || {B, R} <- Skipped]},
-    Meta = maps:with([mode, workloads, deadline_s, backends, subject, client, rounds, syscall_rounds, http_secs, pp_ms,
+    Meta = maps:with([mode, workloads, deadline_s, backends, subject, client, pp_client, rounds,
+                      syscall_rounds, http_secs, pp_ms,
                       bulk_mib, idle_conns, syscall_conns, wrk_conns, acceptors, server_core,
                       load_core, ncpu, machine, skipped, bench_wall_s], Cfg1),
     ok = file:write_file(RawFile ++ ".meta", io_lib:format("~p.~n", [Meta])),
@@ -300,12 +312,10 @@ run_one(W, B, Cfg) when W =:= pingpong1; W =:= pingpong16 ->
     N = node_of(Cfg, B),
     Conns = case W of pingpong1 -> 1; pingpong16 -> 16 end,
     {ok, Ref, Port} = call(N, start, [B, echo, maps:get(acceptors, Cfg)]),
-    {{RT, Us, Errs}, S} = sampled(Cfg, [N], fun() ->
-        bench_client:pingpong(maps:get(client_mod, Cfg), Port, Conns, 100, maps:get(pp_ms, Cfg))
-    end),
+    {{RT, Us, Errs, ClientUs}, S} = sampled(Cfg, [N], fun() -> pingpong(Cfg, Port, Conns) end),
     _ = call(N, stop, [Ref]),
-    noise(S, 0, Cfg, #{rt_per_s => RT * 1.0e6 / Us, round_trips => RT, errors => Errs,
-                       cpu_us_per_rt => maps:get(server_us, S) / max(1, RT)});
+    noise(S, ClientUs, Cfg, #{rt_per_s => RT * 1.0e6 / Us, round_trips => RT, errors => Errs,
+                              cpu_us_per_rt => maps:get(server_us, S) / max(1, RT)});
 %% TLS keep-alive: wrk over https (its OpenSSL client, the same for both
 %% backends), 64 connections, handshakes done before the timed part starts
 %% counting only in wrk's own first requests.
@@ -495,6 +505,31 @@ wrk(Cfg, Scheme, Port, Secs, Close) ->
     Tick = 1000000 div maps:get(clk_tck, Cfg),
     #{requests => Reqs, rps => float(Num("Requests/sec:\\s+([0-9.]+)")), errors => Errs,
       cpu_us => (list_to_integer(U) + list_to_integer(S)) * Tick}.
+
+%% Conns connections doing 100-byte round trips for pp_ms: {RoundTrips,
+%% ElapsedUs, Errors, ClientCpuUs}. The native client is an OS process (its
+%% CPU time, as wrk's, is added to the load's); the BEAM client runs in this
+%% node, whose CPU time sampled/3 counts.
+pingpong(#{pp_client := {native, Bin}} = Cfg, Port, Conns) ->
+    Ms = maps:get(pp_ms, Cfg),
+    Cmd = lists:flatten(
+            io_lib:format("~s -c ~s ~s ~b ~b 100 ~b; echo; echo CHILDCPU $(cut -d' ' -f16,17 /proc/$$/stat)",
+                          [maps:get(taskset, Cfg), maps:get(load_core, Cfg), Bin, Port, Conns, Ms])),
+    Out = sh(Cfg, Cmd, Ms + 30000),
+    case re:run(Out, "round_trips=(\\d+) elapsed_us=(\\d+) errors=(\\d+)",
+                [{capture, all_but_first, list}]) of
+        {match, [RT, Us, Errs]} ->
+            {match, [U, S]} = re:run(Out, "CHILDCPU (\\d+) (\\d+)", [{capture, all_but_first, list}]),
+            Tick = 1000000 div maps:get(clk_tck, Cfg),
+            {list_to_integer(RT), max(1, list_to_integer(Us)), list_to_integer(Errs),
+             (list_to_integer(U) + list_to_integer(S)) * Tick};
+        nomatch ->
+            error({pingpong_client_failed, Out})
+    end;
+pingpong(#{pp_client := beam} = Cfg, Port, Conns) ->
+    {RT, Us, Errs} = bench_client:pingpong(maps:get(client_mod, Cfg), Port, Conns, 100,
+                                           maps:get(pp_ms, Cfg)),
+    {RT, Us, Errs, 0}.
 
 to_num(X) ->
     try list_to_integer(X) catch _:_ -> list_to_float(X) end.

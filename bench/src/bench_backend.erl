@@ -34,6 +34,14 @@
 
 -callback close(Sock :: term()) -> ok | {error, term()}.
 
+%% Read up to Bytes per receive system call from now on (recv(S, 0) and
+%% active deliveries): `{otp, rcvbuf}' for socket-shaped modules, `buffer'
+%% for gen_tcp-shaped ones and ssl. The bulk sink sets every backend to the
+%% client's write size, so that no backend is measured with a smaller read
+%% than another (by default gen_tcp's `buffer' is 1460 bytes on OTP 25 and
+%% 27 and 9216 on 29, socket's `rcvbuf' 8 KiB, nifsock's 64 KiB).
+-callback read_size(Sock :: term(), Bytes :: pos_integer()) -> ok | {error, term()}.
+
 %% Client side: connect to 127.0.0.1:Port.
 %% Opts: #{linger0 => boolean(), nodelay => boolean()}.
 -callback connect(Port :: inet:port_number(), Opts :: map(), Timeout :: timeout()) ->

@@ -3,7 +3,7 @@
 %% module defines ?TCP as the module to call.
 
 -export([available/0, listen/2, accept/2, controlling_process/2, recv/3,
-         send/2, close/1, connect/3]).
+         send/2, close/1, connect/3, read_size/2]).
 
 available() ->
     ok = readiness(),
@@ -50,6 +50,15 @@ recv(S, Len, Timeout) -> ?TCP:recv(S, Len, Timeout).
 send(S, Data) -> ?TCP:send(S, Data).
 
 close(S) -> ?TCP:close(S).
+
+%% gen_tcp's sockets take inet:setopts/2; a gen_tcp-shaped module of its own
+%% exports setopts/2.
+read_size(S, Bytes) ->
+    _ = code:ensure_loaded(?TCP),
+    case erlang:function_exported(?TCP, setopts, 2) of
+        true -> ?TCP:setopts(S, [{buffer, Bytes}]);
+        false -> inet:setopts(S, [{buffer, Bytes}])
+    end.
 
 connect(Port, Opts, Timeout) ->
     Linger = case maps:get(linger0, Opts, false) of

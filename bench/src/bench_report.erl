@@ -161,8 +161,10 @@ rounds_cell(Results, W, K, Backends) ->
         {_, Noisy, kept} -> io_lib:format("~b (~b noisy, kept)", [N, Noisy])
     end.
 
+%% the fewest rounds of any backend that ran the workload (bulk, say, has
+%% no active-mode nifsock_tcp rows: a "–" there is not zero rounds)
 rounds(Results, W, K, Backends) ->
-    case [length(vals(Results, W, K, B)) || B <- Backends] of
+    case [N || B <- Backends, N <- [length(vals(Results, W, K, B))], N > 0] of
         [] -> 0;
         L -> lists:min(L)
     end.

@@ -11,6 +11,7 @@
 
 -define(RECV_TIMEOUT, 30000).      % a connection silent this long is dropped
 -define(IDLE_TIMEOUT, 120000).     % idle workload handlers wait this long at most
+-define(SINK_READ_SIZE, 65536).    % bytes per read in the bulk sink, every backend: the client's writes
 
 %% counters: 1 accepted, 2 handlers alive, 3 accept errors, 4 handler errors
 -define(C_ACCEPTED, 1).
@@ -158,7 +159,11 @@ handler_start(Mod, Kind, Cnt) ->
 
 handle(http, Mod, S) -> http(Mod, S, <<>>, http_patterns());
 handle(echo, Mod, S) -> echo(Mod, S);
-handle(sink, Mod, S) -> sink_start(Mod, S, <<>>);
+handle(sink, Mod, S) ->
+    case Mod:read_size(S, ?SINK_READ_SIZE) of
+        ok -> sink_start(Mod, S, <<>>);
+        E -> E
+    end;
 handle(idle, Mod, S) ->
     case Mod:recv(S, 0, ?IDLE_TIMEOUT) of
         {ok, _} -> ok;

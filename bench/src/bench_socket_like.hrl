@@ -3,7 +3,7 @@
 %% ?SOCK as the module to call.
 
 -export([available/0, listen/2, accept/2, controlling_process/2, recv/3,
-         send/2, close/1, connect/3]).
+         send/2, close/1, connect/3, read_size/2]).
 
 available() ->
     ok = readiness(),
@@ -41,6 +41,8 @@ recv(S, Len, Timeout) -> ?SOCK:recv(S, Len, Timeout).
 send(S, Data) -> ?SOCK:send(S, Data).
 
 close(S) -> ?SOCK:close(S).
+
+read_size(S, Bytes) -> ?SOCK:setopt(S, {otp, rcvbuf}, Bytes).
 
 connect(Port, Opts, Timeout) ->
     {ok, S} = ?SOCK:open(inet, stream, tcp),

@@ -8,7 +8,7 @@
 %% public_key:pkix_test_data/1. TLS 1.3, no session reuse, no peer check.
 
 -export([available/0, listen/2, accept/2, controlling_process/2, recv/3,
-         send/2, close/1, connect/3]).
+         send/2, close/1, connect/3, read_size/2]).
 
 available() ->
     case {code:ensure_loaded(?TCP), application:ensure_all_started(ssl)} of
@@ -68,6 +68,9 @@ send(S, Data) -> ssl:send(S, Data).
 %% The listen socket is a ?TCP socket, connections are sslsockets.
 close(S) when element(1, S) =:= sslsocket -> ssl:close(S);
 close(L) -> ?TCP:close(L).
+
+%% ssl passes `buffer' on to the transport under it (?TCP)
+read_size(S, Bytes) -> ssl:setopts(S, [{buffer, Bytes}]).
 
 connect(Port, Opts, Timeout) ->
     {_, ClientOpts} = certs(),

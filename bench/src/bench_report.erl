@@ -105,19 +105,19 @@ med(Results, W, K, B) ->
 %% reads below 1.0 for peers of equal speed (the max of three runs of the
 %% same mean is above that mean).
 vs_strongest(Results, W, K, X, Bases) ->
-    Rs = [ratio(Results, W, K, X, [B]) || B <- Bases],
-    case Rs =:= [] orelse lists:member(undefined, Rs) of
-        true -> undefined;
-        false -> lists:min(Rs)
-    end.
+    per_peer(Results, W, K, X, Bases, fun lists:min/1).
 
 %% X's cost (lower is better) against the leanest of Bases: the highest of
 %% X's ratios to each one.
 vs_leanest(Results, W, K, X, Bases) ->
+    per_peer(Results, W, K, X, Bases, fun lists:max/1).
+
+%% Pick over X's ratio to each of Bases; undefined unless every one has data.
+per_peer(Results, W, K, X, Bases, Pick) ->
     Rs = [ratio(Results, W, K, X, [B]) || B <- Bases],
     case Rs =:= [] orelse lists:member(undefined, Rs) of
         true -> undefined;
-        false -> lists:max(Rs)
+        false -> Pick(Rs)
     end.
 
 %% median over rounds of X_r / max(Bases_r)

@@ -1987,12 +1987,20 @@ tcp_closed_message_then_closed(Config) ->
     Round = fun(I) ->
                     S = accepted_peer_closed(M, L, Port),
                     ok = spin_for({CT, S}, erlang:monotonic_time(millisecond) + ?T),
-                    {I, {error, closed}} = {I, M:send(S, <<"x">>)},
+                    ok = closed_send(M, I, M:send(S, <<"x">>)),
                     {I, {error, _}} = {I, setopts(Config, S, [{active, once}])},
                     ok = M:close(S)
             end,
     lists:foreach(Round, lists:seq(1, 1000)),
     ok = M:close(L).
+
+%% A send after the closed message: {error, closed}. gen_tcp (the reference
+%% group) also answers {error, einval} when its port is already gone:
+%% prim_inet:send/3 turns port_command's badarg into einval (a CI run on
+%% 2026-12-06 met it once in 1000 rounds); nifsock_tcp must say closed.
+closed_send(_, _, {error, closed}) -> ok;
+closed_send(gen_tcp, _, {error, einval}) -> ok;
+closed_send(M, I, Other) -> ct:fail({M, I, Other}).
 
 %% close/1 just after the peer's close, while the end of the stream may be being delivered (by the pump or the readiness port, on the other scheduler): once close/1 has returned no {Closed, S} comes (close/1 took the one sent, if any), as gen_tcp's. 1000 connections, the close made after 0..63 steps of a busy loop to sweep the window.
 tcp_close_leaves_no_closed_message(Config) ->

@@ -24,19 +24,19 @@ server(Parent, gen_tcp_active_n, N) ->
                                  {nodelay, true}, {backlog, 64}]),
     {ok, P} = inet:port(L),
     Parent ! {port, P},
-    [begin
-         {ok, S} = gen_tcp:accept(L),
-         Pid = spawn(fun() -> receive go -> ok end, echo_active(S) end),
-         ok = gen_tcp:controlling_process(S, Pid),
-         Pid ! go
-     end || _ <- lists:seq(1, N)],
-    receive after infinity -> ok end;
+    serve_each(N, fun() -> gen_tcp:accept(L) end, fun gen_tcp:controlling_process/2,
+               fun echo_active/1);
 server(Parent, Mod, N) ->
     {ok, L} = listen(Parent, Mod),
+    serve_each(N, fun() -> Mod:accept(L) end,
+               fun(S, Pid) -> Mod:setopt(S, {otp, controlling_process}, Pid) end,
+               fun(S) -> echo0(Mod, S) end).
+%% Accepts N connections, each handed to a process of its own running Echo.
+serve_each(N, Accept, Give, Echo) ->
     [begin
-         {ok, S} = Mod:accept(L),
-         Pid = spawn(fun() -> receive go -> ok end, echo0(Mod, S) end),
-         ok = Mod:setopt(S, {otp, controlling_process}, Pid),
+         {ok, S} = Accept(),
+         Pid = spawn(fun() -> receive go -> ok end, Echo(S) end),
+         ok = Give(S, Pid),
          Pid ! go
      end || _ <- lists:seq(1, N)],
     receive after infinity -> ok end.

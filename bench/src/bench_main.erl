@@ -482,12 +482,10 @@ categorize(Counts) ->
 
 wrk(Cfg, Scheme, Port, Secs, Close) ->
     Hdr = case Close of true -> " -H 'Connection: close'"; false -> "" end,
-    Cmd = lists:flatten(
-            io_lib:format("timeout -s INT ~b ~s -c ~s ~s -t 1 -c ~b -d ~bs~s ~s://127.0.0.1:~b/; "
-                          "echo; echo CHILDCPU $(cut -d' ' -f16,17 /proc/$$/stat)",
-                          [Secs + 20, maps:get(taskset, Cfg), maps:get(load_core, Cfg),
-                           maps:get(wrk, Cfg), maps:get(wrk_conns, Cfg), Secs, Hdr, Scheme, Port])),
-    Out = sh(Cfg, Cmd, (Secs + 30) * 1000),
+    Cmd = io_lib:format("timeout -s INT ~b ~s -c ~s ~s -t 1 -c ~b -d ~bs~s ~s://127.0.0.1:~b/",
+                        [Secs + 20, maps:get(taskset, Cfg), maps:get(load_core, Cfg),
+                         maps:get(wrk, Cfg), maps:get(wrk_conns, Cfg), Secs, Hdr, Scheme, Port]),
+    Out = load_cmd(Cfg, Cmd, (Secs + 30) * 1000),
     Num = fun(Re) ->
                   case re:run(Out, Re, [{capture, all_but_first, list}]) of
                       {match, [X]} -> to_num(X);
@@ -501,10 +499,19 @@ wrk(Cfg, Scheme, Port, Secs, Close) ->
            end + Num("Non-2xx or 3xx responses: (\\d+)"),
     Reqs = Num("(\\d+) requests in"),
     Reqs > 0 orelse error({wrk_failed, Out}),
-    {match, [U, S]} = re:run(Out, "CHILDCPU (\\d+) (\\d+)", [{capture, all_but_first, list}]),
-    Tick = 1000000 div maps:get(clk_tck, Cfg),
     #{requests => Reqs, rps => float(Num("Requests/sec:\\s+([0-9.]+)")), errors => Errs,
-      cpu_us => (list_to_integer(U) + list_to_integer(S)) * Tick}.
+      cpu_us => load_cpu_us(Cfg, Out)}.
+
+%% Runs a load program (Cmd, a shell command) through sh/3 and returns its
+%% output, followed by the CPU time of the shell's children (cutime + cstime
+%% of /proc/$$/stat), which load_cpu_us/2 reads: the load's, not the server's.
+load_cmd(Cfg, Cmd, TimeoutMs) ->
+    sh(Cfg, lists:flatten([Cmd, "; echo; echo CHILDCPU $(cut -d' ' -f16,17 /proc/$$/stat)"]),
+       TimeoutMs).
+
+load_cpu_us(Cfg, Out) ->
+    {match, [U, S]} = re:run(Out, "CHILDCPU (\\d+) (\\d+)", [{capture, all_but_first, list}]),
+    (list_to_integer(U) + list_to_integer(S)) * (1000000 div maps:get(clk_tck, Cfg)).
 
 %% Conns connections doing 100-byte round trips for pp_ms: {RoundTrips,
 %% ElapsedUs, Errors, ClientCpuUs}. The native client is an OS process (its
@@ -512,17 +519,14 @@ wrk(Cfg, Scheme, Port, Secs, Close) ->
 %% node, whose CPU time sampled/3 counts.
 pingpong(#{pp_client := {native, Bin}} = Cfg, Port, Conns) ->
     Ms = maps:get(pp_ms, Cfg),
-    Cmd = lists:flatten(
-            io_lib:format("~s -c ~s ~s ~b ~b 100 ~b; echo; echo CHILDCPU $(cut -d' ' -f16,17 /proc/$$/stat)",
-                          [maps:get(taskset, Cfg), maps:get(load_core, Cfg), Bin, Port, Conns, Ms])),
-    Out = sh(Cfg, Cmd, Ms + 30000),
+    Cmd = io_lib:format("~s -c ~s ~s ~b ~b 100 ~b",
+                        [maps:get(taskset, Cfg), maps:get(load_core, Cfg), Bin, Port, Conns, Ms]),
+    Out = load_cmd(Cfg, Cmd, Ms + 30000),
     case re:run(Out, "round_trips=(\\d+) elapsed_us=(\\d+) errors=(\\d+)",
                 [{capture, all_but_first, list}]) of
         {match, [RT, Us, Errs]} ->
-            {match, [U, S]} = re:run(Out, "CHILDCPU (\\d+) (\\d+)", [{capture, all_but_first, list}]),
-            Tick = 1000000 div maps:get(clk_tck, Cfg),
             {list_to_integer(RT), max(1, list_to_integer(Us)), list_to_integer(Errs),
-             (list_to_integer(U) + list_to_integer(S)) * Tick};
+             load_cpu_us(Cfg, Out)};
         nomatch ->
             error({pingpong_client_failed, Out})
     end;

@@ -1,7 +1,7 @@
 //! Pure Rust, no Rustler: the distribution's framing, errno names, the fd
-//! cell, the option table, packet framing, the read-edge protocol of the
-//! readiness set, the scratch buffer, traffic counters, unix paths and the
-//! tuning constants. `native/nifsock_unit` compiles this folder alone to run
+//! cell, the option table, packet framing, when a hot socket's input moves
+//! to the readiness port, the read-edge protocol of the readiness set, the
+//! scratch buffer, traffic counters, unix paths and the tuning constants. `native/nifsock_unit` compiles this folder alone to run
 //! its unit tests, so nothing here names `crate::`.
 
 pub mod distframe;
@@ -12,6 +12,7 @@ pub mod gen_tcp_opts;
 pub mod limits;
 pub mod opts;
 pub mod packet;
+pub mod promotion;
 pub mod read_edge;
 pub mod scratch;
 pub mod traffic;

@@ -31,20 +31,19 @@
 //! fd number stays taken until then, so no other socket can get it while ERTS
 //! still knows it). A port that stops lets every fd it holds go.
 
+use std::cell::Cell;
 use std::os::fd::RawFd;
 use std::sync::atomic::Ordering;
 use std::sync::OnceLock;
 use std::time::Instant;
 
 use super::set::{self, lock, Held};
+use crate::core::promotion;
 use crate::socket::{Socket, State};
 use crate::stats;
 use crate::sys::driver::{self, Hold};
 use crate::sys::epoll;
 use crate::sys::resource::Obj;
-
-/// Reads served from the set before a socket's input moves to the port.
-const PROMOTE_AFTER: u8 = 16;
 
 /// Demotions after which a socket's input stays in the set.
 const MAX_DEMOTIONS: u8 = 8;
@@ -96,9 +95,26 @@ fn index(fd: RawFd) -> Option<usize> {
     usize::try_from(fd).ok()
 }
 
+thread_local! {
+    /// Socket events in the batch this scheduler thread's drain is serving
+    /// (set by [`in_batch`]; 0 outside one).
+    static CROWD: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Runs `f`, a drain serving a batch of `events` socket events (set events
+/// and backlog entries; a held fd's input is a batch of one), on this
+/// thread.
+pub(super) fn in_batch<R>(events: usize, f: impl FnOnce() -> R) -> R {
+    let before = CROWD.with(|c| c.replace(events));
+    let r = f();
+    CROWD.with(|c| c.set(before));
+    r
+}
+
 /// After a drain served a read of the socket (state `st`, locked, slot key
 /// `key`): in the port's `ready_input` (nothing elsewhere), moves its input
-/// to the port once it is hot. Not for a socket that also has enif_select
+/// to the port once it is hot: `core::promotion` counts the reads in a row
+/// that were the only socket event of their batch. Not for a socket that also has enif_select
 /// waits (ERTS would see two owners), shares its fd, or may linger at close.
 pub(super) fn served(obj: Obj<'_, Socket>, st: &mut State, key: u64) {
     if !driver::holding()
@@ -109,8 +125,9 @@ pub(super) fn served(obj: Obj<'_, Socket>, st: &mut State, key: u64) {
     {
         return;
     }
-    st.rd.hits = st.rd.hits.saturating_add(1);
-    if st.rd.hits < PROMOTE_AFTER {
+    let (hits, promote) = promotion::count_hit(st.rd.hits, CROWD.with(Cell::get));
+    st.rd.hits = hits;
+    if !promote {
         return;
     }
     let s = obj.get();

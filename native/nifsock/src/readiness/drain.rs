@@ -242,23 +242,30 @@ fn drain_with(caller: Option<Env>) {
     }
     let mut evs = [(0u32, 0u64); BATCH];
     let n = epoll::poll(set.epfd, &mut evs);
+    let evs = evs.get(..n).unwrap_or_default();
+    let sockets = evs.iter().filter(|&&(_, k)| k != EFD_KEY).count() + backlog.len();
+    direct::in_batch(sockets, || serve_batch(evs, backlog, set.efd, &out));
+}
+
+/// Serves one drain's events `evs` of the set, then its backlog entries.
+fn serve_batch(evs: &[(u32, u64)], backlog: Vec<u64>, efd: RawFd, out: &Out) {
     let mut read = 0;
-    for &(events, k) in evs.iter().take(n) {
+    for &(events, k) in evs {
         if k == EFD_KEY {
-            epoll::clear(set.efd);
+            epoll::clear(efd);
         } else if let Some(kept) = set::lookup(k) {
             if read < BATCH_BYTES {
-                read += fire(&kept, k, events, false, &out);
+                read += fire(&kept, k, events, false, out);
             } else {
                 // over the byte bound: keep the edge, serve it from the backlog
-                defer(&kept, k, events, &out);
+                defer(&kept, k, events, out);
             }
         }
     }
     for k in backlog {
         if let Some(kept) = set::lookup(k) {
             if read < BATCH_BYTES {
-                read += fire(&kept, k, BACKLOG, true, &out);
+                read += fire(&kept, k, BACKLOG, true, out);
             } else {
                 // still queued: stays for the next drain
                 push(k);

@@ -30,7 +30,8 @@ pub struct SockRd {
     /// The fd's input is selected by the readiness port itself (it left the
     /// set for reads; see `readiness/direct.rs`).
     pub direct: bool,
-    /// Reads the drain served since the fd joined the set or left the port.
+    /// Reads in a row the drain served with the socket the only one in its
+    /// batch, since the fd joined the set or left the port.
     pub hits: u8,
     /// Times the port gave the fd's input back to the set.
     pub demotions: u8,

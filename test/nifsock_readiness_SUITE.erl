@@ -42,7 +42,8 @@
          readiness_held_echo_close/1,
          readiness_held_input_returned/1,
          readiness_held_owner_death/1,
-         readiness_held_writer/1]).
+         readiness_held_writer/1,
+         readiness_held_capped/1]).
 
 %% Bodies, called in the peer.
 -export([body/2, fair_servers/2, stream/1]).
@@ -83,7 +84,8 @@ held_cases() ->
     [readiness_held_echo_close,
      readiness_held_input_returned,
      readiness_held_owner_death,
-     readiness_held_writer].
+     readiness_held_writer,
+     readiness_held_capped].
 
 groups() ->
     [{reference, [], cases()},
@@ -169,6 +171,12 @@ readiness_held_owner_death(Config) -> run(held_owner_death, Config).
 %% @doc A held socket's blocked writer (512 KiB into a slow reader) waits in
 %% the set (no enif_select), and its reads go on after.
 readiness_held_writer(Config) -> run(held_writer, Config).
+
+%% @doc Twenty hot passive echoes, one after the other (each alone in its
+%% drains' batches, so each qualifies): the port holds the input of at most
+%% 16 (`core::promotion`'s HOLD_MAX; `port_reading'), the others stay in the
+%% set and still echo; closing them all brings the count back.
+readiness_held_capped(Config) -> run(held_capped, Config).
 
 %% @doc Owners killed while their sockets' data is pending in the batch: the
 %% sockets close and nothing stays behind (sockets, fds back to baseline).
@@ -552,6 +560,24 @@ body(held_owner_death, #{tcp := nifsock_tcp}) ->
     [ok = gen_tcp:close(C) || {C, _} <- Pairs],
     ok = nifsock_tcp:close(L),
     ok = held_settle(Base, deadline());
+body(held_capped, #{sock := nifsock}) ->
+    Base = held_baseline(),
+    #{port_reading := R0, port_holds := H0} = nifsock:info(),
+    Conns = [begin
+                 {L, C, A} = nifsock_test_lib:pair(nifsock),
+                 ok = echo0_rounds(C, A, 40),
+                 {L, C, A}
+             end || _ <- lists:seq(1, 20)],
+    #{port_reading := R1, port_holds := H1} = nifsock:info(),
+    Cap = 16,
+    true = (R0 =< Cap andalso R1 =:= Cap andalso H1 - H0 =:= Cap - R0)
+        orelse error({cap, R0, R1, H0, H1}),
+    %% the ones left in the set still echo, and so do the held ones
+    [ok = echo0_rounds(C, A, 5) || {_, C, A} <- Conns],
+    [begin ok = nifsock:close(A), ok = nifsock:close(C), ok = nifsock:close(L) end
+     || {L, C, A} <- Conns],
+    ok = held_settle(Base, deadline()),
+    until(fun() -> maps:get(port_reading, nifsock:info()) =< R0 end, deadline());
 body(held_writer, #{sock := nifsock}) ->
     Base = held_baseline(),
     {L, C, A} = nifsock_test_lib:pair(nifsock),

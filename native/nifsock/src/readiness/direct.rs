@@ -125,7 +125,12 @@ pub(super) fn served(obj: Obj<'_, Socket>, st: &mut State, key: u64) {
     {
         return;
     }
-    let (hits, promote) = promotion::count_hit(st.rd.hits, CROWD.with(Cell::get));
+    let Some(sh) = set::shared() else { return };
+    let (hits, promote) = promotion::count_hit(
+        st.rd.hits,
+        CROWD.with(Cell::get),
+        usize::try_from(stats::PORT_READING.get()).unwrap_or(0),
+    );
     st.rd.hits = hits;
     if !promote {
         return;
@@ -134,7 +139,7 @@ pub(super) fn served(obj: Obj<'_, Socket>, st: &mut State, key: u64) {
     if s.fd_shared() || s.close_may_block() {
         return;
     }
-    let (Ok(fd), Some(sh)) = (s.with_fd(|fd| fd), set::shared()) else {
+    let Ok(fd) = s.with_fd(|fd| fd) else {
         return;
     };
     let Some(i) = index(fd) else { return };
@@ -154,7 +159,7 @@ pub(super) fn served(obj: Obj<'_, Socket>, st: &mut State, key: u64) {
         if !driver::hold(fd, Hold::Read) {
             return;
         }
-        *slot = Some(Held::Read(key));
+        sh.retag(slot, Some(Held::Read(key)));
         if fresh {
             stats::PORT_HELD.up();
         }
@@ -186,7 +191,7 @@ pub(super) fn demote(obj: Obj<'_, Socket>, st: &mut State, key: u64) {
     }
     if let (Some(sh), Some(i)) = (set::shared(), index(fd)) {
         if let Some(slot) = lock(&sh.held).get_mut(i) {
-            *slot = Some(Held::Paused);
+            sh.retag(slot, Some(Held::Paused));
         }
     }
     stats::PORT_RETURNS.incr();
@@ -230,7 +235,9 @@ pub fn release(fd: RawFd, lingering: bool) -> bool {
             return false;
         };
         match slot {
-            Some(Held::Read(_) | Held::Paused) => *slot = Some(Held::Closing(lingering)),
+            Some(Held::Read(_) | Held::Paused) => {
+                sh.retag(slot, Some(Held::Closing(lingering)));
+            }
             _ => return false,
         }
     }
@@ -287,7 +294,7 @@ pub(super) fn released(fd: RawFd) -> bool {
     let was = {
         let mut held = lock(&sh.held);
         match held.get_mut(i) {
-            Some(slot) => slot.take(),
+            Some(slot) => sh.retag(slot, None),
             None => None,
         }
     };

@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use crate::socket::Socket;
+use crate::stats;
 use crate::sys::carry;
 use crate::sys::epoll;
 use crate::sys::resource::{Kept, Obj};
@@ -57,6 +58,25 @@ pub(super) struct Shared {
     pub(super) releases: Mutex<Vec<RawFd>>,
     /// Whether the port ever held an fd (closes skip the table until then).
     pub(super) any_held: std::sync::atomic::AtomicBool,
+}
+
+impl Shared {
+    /// Puts `new` in a `held` entry (the caller holds the lock), keeping
+    /// the count of fds held for input (`stats::PORT_READING`); returns what
+    /// was there.
+    pub(super) fn retag(&self, entry: &mut Option<Held>, new: Option<Held>) -> Option<Held> {
+        let was = std::mem::replace(entry, new);
+        match (is_read(&was), is_read(entry)) {
+            (false, true) => stats::PORT_READING.up(),
+            (true, false) => stats::PORT_READING.down(),
+            _ => {}
+        }
+        was
+    }
+}
+
+fn is_read(h: &Option<Held>) -> bool {
+    matches!(h, Some(Held::Read(_)))
 }
 
 /// The size of the shared state, for the upgrade fingerprint.

@@ -252,7 +252,13 @@ recv_nowait(S, Length, Flags, H) ->
     end.
 
 recv_wait(S, Length, Flags, H, Deadline) ->
-    case nifsock_nif:recv(S, Length, Flags, H, wait) of
+    recv_wait(S, Length, Flags, H, Deadline, wait).
+
+%% `yield': the last read emptied the queue, and reads after a yield keep
+%% finding data on this socket (a busy scheduler): let the other runnable
+%% processes run, then read (one NIF call, no wait).
+recv_wait(S, Length, Flags, H, Deadline, Mode) ->
+    case nifsock_nif:recv(S, Length, Flags, H, Mode) of
         select ->
             case nifsock_wait:await(S, recv, H, Deadline) of
                 select -> recv_wait(S, Length, Flags, H, Deadline);
@@ -261,6 +267,9 @@ recv_wait(S, Length, Flags, H, Deadline) ->
             end;
         more ->
             recv_wait(S, Length, Flags, H, Deadline);
+        yield ->
+            erlang:yield(),
+            recv_wait(S, Length, Flags, H, Deadline, yielded);
         Result ->
             Result
     end.

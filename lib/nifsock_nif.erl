@@ -13,7 +13,7 @@
          tcp_shutdown/2, tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2,
          tcp_flush/3, tcp_pause/1, tcp_move/2, tcp_tags/1, tcp_peername/1,
          tcp_sockname/1,
-         readiness_pump/1, readiness_pump_drain/0, dist_attach/2]).
+         readiness_pump/1, readiness_pump_drain/0, dist_attach/2, recv_yield/1]).
 
 -nifs([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
        recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
@@ -24,12 +24,14 @@
          tcp_shutdown/2, tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2,
          tcp_flush/3, tcp_pause/1, tcp_move/2, tcp_tags/1, tcp_peername/1,
          tcp_sockname/1,
-         readiness_pump/1, readiness_pump_drain/0, dist_attach/2]).
+         readiness_pump/1, readiness_pump_drain/0, dist_attach/2, recv_yield/1]).
 
 -on_load(load/0).
 
 -type sock() :: nifsock:socket().
 -type mode() :: wait | nowait | zero.
+%% recv after its `yield' reply and erlang:yield(): reads first.
+-type recv_mode() :: mode() | yielded.
 
 -spec load() -> ok | {error, term()}.
 load() ->
@@ -44,6 +46,10 @@ load() ->
     %% the loaded one: see "Upgrades" in the README.
     case erlang:load_nif(filename:join(Dir, "libnifsock"), 0) of
         ok ->
+            %% Blocking recv(S, 0) calls may yield before they read
+            %% (application env `recv_yield', default true; see nifsock:recv/4).
+            _ = application:load(nifsock),
+            ok = recv_yield(application:get_env(nifsock, recv_yield, true) =/= false),
             %% The readiness source (application env `readiness', see
             %% nifsock_readiness): the driver path unless configured otherwise.
             nifsock_readiness:on_load();
@@ -85,8 +91,8 @@ connect(_S, _Addr, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).
 -spec connect_finish(sock()) -> ok | {error, term()}.
 connect_finish(_S) -> erlang:nif_error(nif_not_loaded).
 
--spec recv(sock(), non_neg_integer(), list(), term(), mode()) ->
-          {ok, binary()} | select | {select, binary()} | more | {error, term()}.
+-spec recv(sock(), non_neg_integer(), list(), term(), recv_mode()) ->
+          {ok, binary()} | select | {select, binary()} | more | yield | {error, term()}.
 recv(_S, _Len, _Flags, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).
 
 -spec take_partial(sock()) -> binary().
@@ -217,12 +223,15 @@ tcp_send_info(_S) -> erlang:nif_error(nif_not_loaded).
 -spec tcp_getopts(sock()) -> map() | {error, term()}.
 tcp_getopts(_S) -> erlang:nif_error(nif_not_loaded).
 
--spec tcp_recv(sock(), non_neg_integer(), term(), mode()) ->
-          {ok, binary() | string()} | select | more | {error, term()}.
+-spec tcp_recv(sock(), non_neg_integer(), term(), recv_mode()) ->
+          {ok, binary() | string()} | select | more | yield | {error, term()}.
 tcp_recv(_S, _Len, _Handle, _Mode) -> erlang:nif_error(nif_not_loaded).
 
 -spec readiness_pump(boolean()) -> ok | {error, invalid}.
 readiness_pump(_On) -> erlang:nif_error(nif_not_loaded).
+
+-spec recv_yield(boolean()) -> ok.
+recv_yield(_On) -> erlang:nif_error(nif_not_loaded).
 
 -spec readiness_pump_drain() -> ok | {error, invalid}.
 readiness_pump_drain() -> erlang:nif_error(nif_not_loaded).

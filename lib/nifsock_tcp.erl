@@ -422,6 +422,10 @@ recv_result(S, Length, H, Deadline, Result0) ->
             end;
         more ->
             recv_loop(S, Length, H, Deadline);
+        yield ->
+            %% as nifsock:recv/4: read after the other runnable processes ran
+            erlang:yield(),
+            recv_result(S, Length, H, Deadline, nifsock_nif:tcp_recv(S, Length, H, yielded));
         {error, Reason} when Reason =:= closed; Reason =:= econnreset ->
             ended(S, Reason);
         {error, {Reason, Partial}} when Reason =:= closed; Reason =:= econnreset ->

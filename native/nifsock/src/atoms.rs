@@ -12,7 +12,7 @@ rustler::atoms! {
     // sockaddr keys and special addresses
     family, addr, port, flowinfo, scope_id, path, any, loopback, broadcast,
     // recv modes and ops
-    wait, nowait, zero, recv, send, accept, connect, msg_flag, owner, sendfile,
+    wait, nowait, zero, yielded, yield_ = "yield", recv, send, accept, connect, msg_flag, owner, sendfile,
     // nifsock_tcp messages and options
     nifsock, nifsock_closed, nifsock_error, nifsock_passive, active, once,
     raw, line, infinity, packet, packet_size, mode, send_timeout, list, binary, exit_on_close,

@@ -111,6 +111,9 @@ pub static PORT_RETURNS: Counter = Counter::new(21);
 pub static PORT_HELD: Gauge = Gauge::new(22);
 /// Of those, the fds it holds for input now (not given back to the set).
 pub static PORT_READING: Gauge = Gauge::new(23);
+/// Blocking recv(S, 0) calls that found the queue drained by their last
+/// read and yielded to read after other processes ran (`core::yield_read`).
+pub static READ_YIELDS: Counter = Counter::new(24);
 
 /// All counters by name, for `nifsock:info/0`; `object_bytes` is the size of
 /// one socket resource object (ERTS counts it as binary memory).
@@ -141,6 +144,7 @@ pub fn snapshot(object_bytes: usize) -> Vec<(&'static str, i64)> {
         ("port_returns", c(&PORT_RETURNS)),
         ("port_held", PORT_HELD.get()),
         ("port_reading", PORT_READING.get()),
+        ("read_yields", c(&READ_YIELDS)),
         // Library generations sharing these counters (2 between an upgrade
         // and the purge of the old code), and upgrades since the first load.
         ("nif_libs", i64::try_from(carry::libs()).unwrap_or(i64::MAX)),

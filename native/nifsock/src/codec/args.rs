@@ -47,6 +47,9 @@ pub enum Mode {
     Nowait,
     /// Timeout 0: never arm a select.
     Zero,
+    /// A blocking call again after the `yield` reply and `erlang:yield()`
+    /// (`core::yield_read`): read first, then as `Wait`.
+    Yielded,
 }
 
 impl<'a> Decoder<'a> for Mode {
@@ -58,6 +61,8 @@ impl<'a> Decoder<'a> for Mode {
             Ok(Mode::Nowait)
         } else if a == atoms::zero() {
             Ok(Mode::Zero)
+        } else if a == atoms::yielded() {
+            Ok(Mode::Yielded)
         } else {
             Err(rustler::Error::BadArg)
         }

@@ -52,10 +52,13 @@ pub enum Recv<'a> {
     /// Failed (`{error, R}`), with the bytes read so far when there are
     /// some (`{error, {R, Partial}}`).
     Failed(Error, Option<Binary<'a>>),
+    /// Nothing read: call `erlang:yield()`, then again in mode `yielded`
+    /// (`yield`; `core::yield_read`).
+    Yield,
 }
 
 /// A recv's reply: `{ok, Bin}`, `more`, `select`, `{select, Partial}`,
-/// `{error, R}` or `{error, {R, Partial}}`.
+/// `yield`, `{error, R}` or `{error, {R, Partial}}`.
 pub fn recv<'a>(env: Env<'a>, r: Recv<'a>) -> NifResult<Term<'a>> {
     match r {
         Recv::Data(b) => Ok((atoms::ok(), b).encode(env)),
@@ -63,6 +66,7 @@ pub fn recv<'a>(env: Env<'a>, r: Recv<'a>) -> NifResult<Term<'a>> {
         Recv::Select(None) => Ok(atoms::select().encode(env)),
         Recv::Select(Some(p)) => Ok((atoms::select(), p).encode(env)),
         Recv::Failed(e, p) => error_with(env, e, p.map(|b| b.to_term(env))),
+        Recv::Yield => Ok(atoms::yield_().encode(env)),
     }
 }
 

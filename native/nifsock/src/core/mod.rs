@@ -1,7 +1,8 @@
 //! Pure Rust, no Rustler: the distribution's framing, errno names, the fd
 //! cell, the option table, packet framing, when a hot socket's input moves
 //! to the readiness port, the read-edge protocol of the readiness set, the
-//! scratch buffer, traffic counters, unix paths and the tuning constants. `native/nifsock_unit` compiles this folder alone to run
+//! scratch buffer, traffic counters, unix paths, when a blocking recv yields
+//! before it reads, and the tuning constants. `native/nifsock_unit` compiles this folder alone to run
 //! its unit tests, so nothing here names `crate::`.
 
 pub mod distframe;
@@ -17,3 +18,4 @@ pub mod read_edge;
 pub mod scratch;
 pub mod traffic;
 pub mod unix_path;
+pub mod yield_read;

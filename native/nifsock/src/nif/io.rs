@@ -24,6 +24,14 @@ fn recv<'a>(
     reply::recv(env, recv::recv(env, sock, len, flags, handle, mode))
 }
 
+/// Turns the yields of blocking `recv(S, 0)` calls on or off (application
+/// env `recv_yield`, from `nifsock_nif`'s load).
+#[rustler::nif]
+fn recv_yield(on: bool) -> rustler::Atom {
+    recv::set_recv_yield(on);
+    atoms::ok()
+}
+
 #[rustler::nif]
 fn take_partial<'a>(env: Env<'a>, sock: Sock<'a>) -> Term<'a> {
     recv::take_partial(env, sock).to_term(env)

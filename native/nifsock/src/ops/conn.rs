@@ -127,7 +127,7 @@ pub fn accept<'a>(env: Env<'a>, l: Sock<'a>, handle: Term<'a>, mode: Mode) -> Re
                         lifecycle::done(env, l.obj, Dir::Read, &caller);
                         Err(Error::Timeout)
                     }
-                    Mode::Wait | Mode::Nowait => {
+                    Mode::Wait | Mode::Nowait | Mode::Yielded => {
                         lifecycle::wait(env, l.obj, l.term, Dir::Read, &caller, handle)?;
                         Ok(Accepted::Select)
                     }

@@ -4,6 +4,7 @@
 //! Returns a `Recv` outcome; `codec::reply::recv` makes the reply term.
 
 use std::os::fd::RawFd;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use rustler::sys::ErlNifPid;
 use rustler::{Atom, Binary, Encoder, Env, NewBinary, OwnedBinary, Term};
@@ -232,7 +233,19 @@ pub fn recv<'a>(
     // fires at once if bytes came in since, so no caller can tell. A nowait
     // or timeout-0 call must read: data that arrived since is its result,
     // never a select.
+    // After the `yield` reply: this call's first read scores the yield.
+    let mut after_yield = mode == Mode::Yielded;
     if mode == Mode::Wait && !peek && s.take_drained() {
+        if len == 0
+            && flags == 0
+            && partial.is_none()
+            && RECV_YIELD.load(Ordering::Relaxed)
+            && s.yield_first()
+        {
+            // read after the other runnable processes ran (core::yield_read)
+            stats::READ_YIELDS.incr();
+            return Recv::Yield;
+        }
         stats::READS_SKIPPED.incr();
     } else {
         s.set_drained(false);
@@ -253,6 +266,9 @@ pub fn recv<'a>(
                 Ok(r) => r,
                 Err(e) => return Recv::Failed(e, partial_bin(env, partial)),
             };
+            if std::mem::replace(&mut after_yield, false) {
+                s.yielded(!matches!(outcome, Read::WouldBlock));
+            }
             match outcome {
                 Read::Complete(b, n) => {
                     if len == 0 {
@@ -305,7 +321,7 @@ pub fn recv<'a>(
             }
             Recv::Select(partial_bin(env, partial))
         }
-        Mode::Wait => {
+        Mode::Wait | Mode::Yielded => {
             let waited = if len == 0 && flags == 0 {
                 lifecycle::wait_eager(env, sock.obj, sock.term, &caller, handle)
             } else {
@@ -318,6 +334,16 @@ pub fn recv<'a>(
             Recv::Select(None)
         }
     }
+}
+
+/// Whether a blocking `recv(S, 0)` may yield before it reads
+/// (`core::yield_read`; application env `recv_yield`, default true).
+static RECV_YIELD: AtomicBool = AtomicBool::new(true);
+
+/// Turns the yields of blocking `recv(S, 0)` calls on or off (from the
+/// module's load).
+pub fn set_recv_yield(on: bool) {
+    RECV_YIELD.store(on, Ordering::Relaxed);
 }
 
 /// A readiness drain's read for the blocking `recv(S, 0)` that waits on

@@ -135,7 +135,7 @@ pub fn send_entries<'a>(
         }
         Sent::Partial(n) => match mode {
             Mode::Zero => Ok(Outcome::More(n)),
-            Mode::Wait | Mode::Nowait => {
+            Mode::Wait | Mode::Nowait | Mode::Yielded => {
                 lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle)
                     .map_err(|e| (e, n))?;
                 Ok(Outcome::Select(n))

@@ -110,7 +110,7 @@ pub fn sendfile<'a>(
         }
         Pumped::Blocked(n) => match mode {
             Mode::Zero => Ok(Outcome::More(n)),
-            Mode::Wait | Mode::Nowait => {
+            Mode::Wait | Mode::Nowait | Mode::Yielded => {
                 lifecycle::wait(env, sock.obj, sock.term, Dir::Write, &caller, handle)
                     .map_err(|e| (e, Some(n)))?;
                 Ok(Outcome::Select(n))

@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use rustler::sys::ErlNifPid;
@@ -19,6 +19,7 @@ use crate::core::family::Family;
 pub use crate::core::fd_cell::FdCell;
 use crate::core::limits::{SCRATCH_CAP, STREAM_THRESHOLD};
 use crate::core::traffic::Traffic;
+use crate::core::yield_read::YieldRead;
 use crate::stats;
 use crate::sys::handles::{HandleStore, Saved};
 use crate::sys::msg::Monitor;
@@ -214,6 +215,9 @@ pub struct Socket {
     /// Only a blocking call (whose wait is internal) may act on it: see
     /// `recv::recv`.
     drained: AtomicBool,
+    /// Whether a blocking recv(S, 0) that finds `drained` yields and reads
+    /// (`core::yield_read`'s score, its bits).
+    yield_read: AtomicU16,
     /// A send met the peer's reset (ECONNRESET). The kernel reports a reset
     /// once; the reads after it see the end of the stream, which gen_tcp's
     /// `show_econnreset` still reports as the reset.
@@ -244,6 +248,7 @@ impl Socket {
             rcvbuf: AtomicUsize::new(SCRATCH_CAP),
             last_read: AtomicUsize::new(0),
             drained: AtomicBool::new(false),
+            yield_read: AtomicU16::new(0),
             peer_reset: AtomicBool::new(false),
             fd_shared: AtomicBool::new(false),
             state: Mutex::new(State {
@@ -355,6 +360,24 @@ impl Socket {
     /// Whether the last read emptied the receive queue; clears the mark.
     pub fn take_drained(&self) -> bool {
         self.drained.swap(false, Ordering::Relaxed)
+    }
+
+    /// A blocking recv(S, 0) found the queue drained by the last read:
+    /// whether it yields and reads rather than arm its wait now. (Only the
+    /// reading process updates the score; two readers racing may lose an
+    /// update, which moves a heuristic, nothing else.)
+    pub fn yield_first(&self) -> bool {
+        let mut y = YieldRead::from_bits(self.yield_read.load(Ordering::Relaxed));
+        let r = y.should_yield();
+        self.yield_read.store(y.bits(), Ordering::Relaxed);
+        r
+    }
+
+    /// The read a recv made after its yield found data (`true`) or nothing.
+    pub fn yielded(&self, got: bool) {
+        let mut y = YieldRead::from_bits(self.yield_read.load(Ordering::Relaxed));
+        y.outcome(got);
+        self.yield_read.store(y.bits(), Ordering::Relaxed);
     }
 
     /// Records a recv(S, 0) result size.

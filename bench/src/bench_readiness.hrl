@@ -1,8 +1,14 @@
 %% Backends defining READINESS run nifsock with that readiness source
 %% (application env `readiness', see nifsock_readiness); the others with
-%% the default (the driver path on Linux). Included by the adapter bodies.
--ifdef(READINESS).
+%% the default (the driver path on Linux). Backends defining RECV_YIELD set
+%% the application env `recv_yield' (whether a blocking recv(S, 0) may yield
+%% before it reads; default true). Included by the adapter bodies.
 readiness() ->
+    ok = recv_yield(),
+    readiness_source().
+
+-ifdef(READINESS).
+readiness_source() ->
     _ = application:load(nifsock),
     ok = application:set_env(nifsock, readiness, ?READINESS),
     case ?READINESS of
@@ -12,5 +18,18 @@ readiness() ->
         _ -> nifsock_readiness:start()
     end.
 -else.
-readiness() -> ok.
+readiness_source() -> ok.
+-endif.
+
+-ifdef(RECV_YIELD).
+recv_yield() ->
+    _ = application:load(nifsock),
+    ok = application:set_env(nifsock, recv_yield, ?RECV_YIELD),
+    %% read when the NIF loads; a node where it is loaded already takes it now
+    case erlang:module_loaded(nifsock_nif) of
+        true -> nifsock_nif:recv_yield(?RECV_YIELD);
+        false -> ok
+    end.
+-else.
+recv_yield() -> ok.
 -endif.

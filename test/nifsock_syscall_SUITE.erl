@@ -663,10 +663,11 @@ keepalive_counts(Config, Kind, Readiness, Yield) ->
     Counts = strace_detach(SPort, Out),
     After = rpc:call(Node, nifsock, info, []),
     ct:pal("~p ~p: warm-up port_holds ~p, port_returns ~p; counted: port_holds +~p, "
-           "port_returns +~p, port_held ~p -> ~p",
+           "port_returns +~p, port_held ~p -> ~p, read_yields +~p, set_leaves +~p",
            [Kind, Readiness, maps:get(port_holds, Before), maps:get(port_returns, Before),
             delta(port_holds, Before, After), delta(port_returns, Before, After),
-            maps:get(port_held, Before), maps:get(port_held, After)]),
+            maps:get(port_held, Before), maps:get(port_held, After),
+            delta(read_yields, Before, After), delta(set_leaves, Before, After)]),
     peer:stop(Peer),
     Counts.
 

@@ -114,6 +114,9 @@ pub static PORT_READING: Gauge = Gauge::new(23);
 /// Blocking recv(S, 0) calls that found the queue drained by their last
 /// read and yielded to read after other processes ran (`core::yield_read`).
 pub static READ_YIELDS: Counter = Counter::new(24);
+/// Sockets that left the readiness set because their reads after yields kept
+/// finding data (`readiness::leave`).
+pub static SET_LEAVES: Counter = Counter::new(25);
 
 /// All counters by name, for `nifsock:info/0`; `object_bytes` is the size of
 /// one socket resource object (ERTS counts it as binary memory).
@@ -145,6 +148,7 @@ pub fn snapshot(object_bytes: usize) -> Vec<(&'static str, i64)> {
         ("port_held", PORT_HELD.get()),
         ("port_reading", PORT_READING.get()),
         ("read_yields", c(&READ_YIELDS)),
+        ("set_leaves", c(&SET_LEAVES)),
         // Library generations sharing these counters (2 between an upgrade
         // and the purge of the old code), and upgrades since the first load.
         ("nif_libs", i64::try_from(carry::libs()).unwrap_or(i64::MAX)),

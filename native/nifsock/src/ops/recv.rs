@@ -18,7 +18,7 @@ use crate::error::Error;
 use crate::lifecycle;
 use crate::ops::scratch_read::{self, ScratchRead};
 use crate::readiness::{self, Taken};
-use crate::socket::{Partial, Socket};
+use crate::socket::{Partial, Phase, Socket};
 use crate::stats;
 use crate::sys::msg;
 use crate::sys::resource::Obj;
@@ -266,8 +266,10 @@ pub fn recv<'a>(
                 Ok(r) => r,
                 Err(e) => return Recv::Failed(e, partial_bin(env, partial)),
             };
-            if std::mem::replace(&mut after_yield, false) {
-                s.yielded(!matches!(outcome, Read::WouldBlock));
+            if std::mem::replace(&mut after_yield, false)
+                && s.yielded(!matches!(outcome, Read::WouldBlock))
+            {
+                leave_set(s);
             }
             match outcome {
                 Read::Complete(b, n) => {
@@ -334,6 +336,20 @@ pub fn recv<'a>(
             Recv::Select(None)
         }
     }
+}
+
+/// The socket's reads keep finding their data after yields: it leaves the
+/// readiness set (`readiness::leave`), if it is open and in it.
+fn leave_set(s: &Socket) {
+    let kept = {
+        let mut st = s.lock();
+        if st.phase != Phase::Open {
+            return;
+        }
+        s.with_fd(|fd| readiness::leave(&mut st, fd)).ok().flatten()
+    };
+    // the slot's reference, dropped with no socket lock held
+    drop(kept);
 }
 
 /// Whether a blocking `recv(S, 0)` may yield before it reads

@@ -6,6 +6,7 @@ use std::os::fd::RawFd;
 use super::direct;
 use super::set::{self, lock};
 use crate::socket::{Socket, State};
+use crate::stats;
 use crate::sys::epoll;
 use crate::sys::resource::{Kept, Obj};
 use crate::sys::select::Dir;
@@ -113,6 +114,29 @@ pub fn unregister(st: &mut State, fd: Option<RawFd>) -> Option<Kept<Socket>> {
         epoll::del(set.epfd, fd);
     }
     set::free_slot(k)
+}
+
+/// The socket's reads keep finding their data after yields
+/// (`core::yield_read`), so its edges only cost drains: it leaves the set
+/// (an `EPOLL_CTL_DEL`; its slot is freed), unless it waits for anything
+/// there now, waits for writes there, or its input is the port's. Its next
+/// read wait adds it again (`arm`), and the add reports data already
+/// there. `fd` is the socket's, open (the caller holds its state lock with
+/// the socket open). Returns the slot's reference, for the caller to drop
+/// once it holds no socket lock.
+pub fn leave(st: &mut State, fd: RawFd) -> Option<Kept<Socket>> {
+    if st.rd.key.is_none()
+        || st.rd.out
+        || st.rd.direct
+        || st.rd.queued
+        || st.rd.edge.armed()
+        || st.readers.current.is_some()
+    {
+        return None;
+    }
+    st.rd.hits = 0;
+    stats::SET_LEAVES.incr();
+    unregister(st, Some(fd))
 }
 
 /// After a delivery from a drain: counts it toward handing the socket's

@@ -58,8 +58,8 @@ mod drain;
 mod set;
 
 pub use arm::{
-    arm, arm_write, cancel, defer_armed, hup, keep_ready, reads_follow, rearm_direct, unregister,
-    write_attempt, Arm,
+    arm, arm_write, cancel, defer_armed, hup, keep_ready, leave, reads_follow, rearm_direct,
+    unregister, write_attempt, Arm,
 };
 pub use direct::release;
 pub use drain::{install, pump_drain, Out, Taken};

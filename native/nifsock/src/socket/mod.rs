@@ -9,7 +9,7 @@
 
 use std::collections::VecDeque;
 use std::os::fd::RawFd;
-use std::sync::atomic::{AtomicBool, AtomicU16, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard};
 
 use rustler::sys::ErlNifPid;
@@ -217,7 +217,7 @@ pub struct Socket {
     drained: AtomicBool,
     /// Whether a blocking recv(S, 0) that finds `drained` yields and reads
     /// (`core::yield_read`'s score, its bits).
-    yield_read: AtomicU16,
+    yield_read: AtomicU32,
     /// A send met the peer's reset (ECONNRESET). The kernel reports a reset
     /// once; the reads after it see the end of the stream, which gen_tcp's
     /// `show_econnreset` still reports as the reset.
@@ -248,7 +248,7 @@ impl Socket {
             rcvbuf: AtomicUsize::new(SCRATCH_CAP),
             last_read: AtomicUsize::new(0),
             drained: AtomicBool::new(false),
-            yield_read: AtomicU16::new(0),
+            yield_read: AtomicU32::new(0),
             peer_reset: AtomicBool::new(false),
             fd_shared: AtomicBool::new(false),
             state: Mutex::new(State {
@@ -373,11 +373,13 @@ impl Socket {
         r
     }
 
-    /// The read a recv made after its yield found data (`true`) or nothing.
-    pub fn yielded(&self, got: bool) {
+    /// The read a recv made after its yield found data (`true`) or nothing;
+    /// true when the socket should leave the readiness set now.
+    pub fn yielded(&self, got: bool) -> bool {
         let mut y = YieldRead::from_bits(self.yield_read.load(Ordering::Relaxed));
-        y.outcome(got);
+        let leave = y.outcome(got);
         self.yield_read.store(y.bits(), Ordering::Relaxed);
+        leave
     }
 
     /// Records a recv(S, 0) result size.

@@ -611,8 +611,8 @@ syscall_keepalive_readiness_driver(Config) ->
     Reqs = ?KA_CONNS * ?KA_REQS,
     [begin
          %% recv_yield off: every passive wait is a wait (core::yield_read)
-         Select = keepalive_counts(Config, Kind, select, false),
-         Driver = keepalive_counts(Config, Kind, driver, false),
+         {Select, _} = keepalive_counts(Config, Kind, select, false),
+         {Driver, #{set_leaves := 0}} = keepalive_counts(Config, Kind, driver, false),
          Per = fun(Name, C) -> calls(Name, C) / Reqs end,
          ct:pal("~p, ~p requests: epoll_ctl/req select ~.3f driver ~.3f~n"
                 "select: ~p~ndriver: ~p",
@@ -630,12 +630,20 @@ syscall_keepalive_readiness_driver(Config) ->
     %% With yields on (the default), a passive wait may first yield and read:
     %% a read that finds nothing is an EAGAIN recvfrom, at most MISSES (2) in
     %% every MISSES + PAUSE (34) waits of a connection, counting from its
-    %% warm-up; the reads that find data replace waits, so epoll_ctl stays
-    %% as low.
-    Yield = keepalive_counts(Config, passive, driver, true),
-    ct:pal("passive, yields on, ~p requests: ~p", [Reqs, Yield]),
+    %% warm-up; the reads that find data replace waits. A connection whose
+    %% reads after yields find data 16 times in a row leaves the set (one
+    %% EPOLL_CTL_DEL) and its next wait adds it again (one EPOLL_CTL_ADD):
+    %% how often depends on timing (a loaded machine leaves more often), so
+    %% those two calls per leave are counted apart from the 0.05 per request
+    %% the rest may make, and the leaves are bounded by the hits they need
+    %% (up to 15 of a connection's first run may fall in its warm-up).
+    {Yield, #{read_yields := Yields, set_leaves := Leaves}} =
+        keepalive_counts(Config, passive, driver, true),
+    ct:pal("passive, yields on, ~p requests, ~p yields, ~p set leaves: ~p",
+           [Reqs, Yields, Leaves, Yield]),
     MaxMisses = ?KA_CONNS * 2 * ((?KA_WARM + ?KA_REQS + 33) div 34),
-    ?assert(calls(epoll_ctl, Yield) =< 0.05 * Reqs),
+    ?assert(Leaves * 16 =< Yields + 15 * ?KA_CONNS),
+    ?assert(calls(epoll_ctl, Yield) =< 0.05 * Reqs + 2 * Leaves),
     ?assert(ok_calls(recvfrom, Yield) >= Reqs andalso ok_calls(recvfrom, Yield) =< Reqs + 16),
     ?assert(errors(recvfrom, Yield) =< MaxMisses + 16),
     ?assertEqual(Reqs, calls(sendmsg, Yield)),
@@ -647,7 +655,8 @@ syscall_keepalive_readiness_driver(Config) ->
 %% sockets' events, so their input stays in the readiness set (a socket alone
 %% in its batch 16 times in a row would move to the readiness port, and ERTS
 %% would move its fd into the scheduler pollset after 11 more events, each
-%% with an epoll_ctl re-arm: the log shows port_holds).
+%% with an epoll_ctl re-arm: the log shows port_holds). Returns the counts
+%% and the deltas of nifsock:info()'s read_yields and set_leaves.
 keepalive_counts(Config, Kind, Readiness, Yield) ->
     {Peer, Node} = readiness_peer(Readiness, ["-nifsock", "recv_yield", atom_to_list(Yield)]),
     Self = self(),
@@ -669,7 +678,7 @@ keepalive_counts(Config, Kind, Readiness, Yield) ->
             maps:get(port_held, Before), maps:get(port_held, After),
             delta(read_yields, Before, After), delta(set_leaves, Before, After)]),
     peer:stop(Peer),
-    Counts.
+    {Counts, maps:from_list([{K, delta(K, Before, After)} || K <- [read_yields, set_leaves]])}.
 
 ka_client(Parent, Port) ->
     {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {nodelay, true}]),

@@ -628,9 +628,9 @@ syscall_keepalive_readiness_driver(Config) ->
          ?assertEqual(Reqs, calls(sendmsg, Driver))
      end || Kind <- [passive, active_n]],
     %% With yields on (the default), a passive wait may first yield and read:
-    %% a read that finds nothing is an EAGAIN recvfrom, at most MISSES (2) in
-    %% every MISSES + PAUSE (34) waits of a connection, counting from its
-    %% warm-up; the reads that find data replace waits. A connection whose
+    %% a read that finds nothing is an EAGAIN recvfrom, at most one per yield
+    %% (misses and hits alternating never pause yields, so a loaded machine
+    %% may see many); the reads that find data replace waits. A connection whose
     %% reads after yields find data 16 times in a row (LEAVE_AFTER in
     %% core::yield_read; 80 after a leave that did not pay) leaves the set
     %% (one EPOLL_CTL_DEL) and its next wait adds it again (one
@@ -644,15 +644,11 @@ syscall_keepalive_readiness_driver(Config) ->
         keepalive_counts(Config, passive, driver, true),
     ct:pal("passive, yields on, ~p requests, ~p yields, ~p set leaves: ~p",
            [Reqs, Yields, Leaves, Yield]),
-    MaxMisses = ?KA_CONNS * 2 * ((?KA_WARM + ?KA_REQS + 33) div 34),
     ?assert(Leaves * 16 =< Yields + 15 * ?KA_CONNS),
     ?assert(calls(epoll_ctl, Yield) =< 0.05 * Reqs + 2 * Leaves),
     ?assert(ok_calls(recvfrom, Yield) >= Reqs andalso ok_calls(recvfrom, Yield) =< Reqs + 16),
-    %% Each yield wastes at most one read. MaxMisses held on a quiet machine,
-    %% but misses and hits alternating never pause yields: a loaded CI pass
-    %% counted 528 EAGAIN reads in 1894 yields (the bound read 400).
+    %% (a loaded CI pass counted 528 EAGAIN reads in 1894 yields)
     ?assert(errors(recvfrom, Yield) =< Yields + 16),
-    ct:pal("EAGAIN reads ~p, quiet-machine bound ~p", [errors(recvfrom, Yield), MaxMisses + 16]),
     ?assertEqual(Reqs, calls(sendmsg, Yield)),
     ok.
 

@@ -355,9 +355,34 @@ collect_two(_S, _C, AccS, AccC, ?MIB, ?MIB) ->
 collect_two(S, C, AccS, AccC, NS, NC) ->
     receive
         {ssl, S, D} -> collect_two(S, C, [D | AccS], AccC, NS + byte_size(D), NC);
-        {ssl, C, D} -> collect_two(S, C, AccS, [D | AccC], NS, NC + byte_size(D))
-    after ?T -> error({stalled, NS, NC})
+        {ssl, C, D} -> collect_two(S, C, AccS, [D | AccC], NS, NC + byte_size(D));
+        {ssl_error, _, _} = E -> error({E, NS, NC});
+        {ssl_closed, _} = E -> error({E, NS, NC})
+    after ?T -> stall_report(), error({stalled, NS, NC})
     end.
+
+%% What a stalled transfer leaves to go on (a fresh-clone CI run on OTP 29
+%% stalled here once, nifsock on both ends): nifsock's counters, this
+%% process's mailbox, and every process waiting in nifsock or in ssl's
+%% connection and sender code, with its stack and mailbox (binaries as
+%% their sizes).
+stall_report() ->
+    Mods = [nifsock, nifsock_tcp, nifsock_wait, nifsock_tcp_pump, tls_sender,
+            tls_connection, tls_gen_connection, ssl_gen_statem, gen_statem],
+    Keys = [current_stacktrace, status, message_queue_len, messages],
+    Waiting = [{P, [{K, brief(V)} || {K, V} <- I]}
+               || P <- processes(),
+                  I <- [process_info(P, Keys)], I =/= undefined,
+                  {current_stacktrace, Stack} <- [lists:keyfind(current_stacktrace, 1, I)],
+                  lists:any(fun({M, _, _, _}) -> lists:member(M, Mods) end, Stack)],
+    {messages, Mine} = process_info(self(), messages),
+    ct:pal("stalled: nifsock:info() ~p~nthis process's mailbox ~p~nwaiting in nifsock or ssl ~p",
+           [nifsock:info(), brief(Mine), Waiting]).
+
+brief(B) when is_binary(B), byte_size(B) > 16 -> {binary, byte_size(B)};
+brief(L) when is_list(L) -> [brief(E) || E <- L];
+brief(T) when is_tuple(T) -> list_to_tuple(brief(tuple_to_list(T)));
+brief(X) -> X.
 
 %% ALPN: the server's preference among the client's protocols is negotiated on both ends.
 ssl_alpn(Config) ->

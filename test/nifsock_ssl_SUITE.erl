@@ -358,7 +358,7 @@ collect_two(S, C, AccS, AccC, NS, NC) ->
         {ssl, C, D} -> collect_two(S, C, AccS, [D | AccC], NS, NC + byte_size(D));
         {ssl_error, _, _} = E -> error({E, NS, NC});
         {ssl_closed, _} = E -> error({E, NS, NC})
-    after ?T -> stall_report(), error({stalled, NS, NC})
+    after ?T -> stall_report(), stall_sockets([{server, S}, {client, C}]), error({stalled, NS, NC})
     end.
 
 %% What a stalled transfer leaves to go on (a fresh-clone CI run on OTP 29
@@ -378,6 +378,37 @@ stall_report() ->
     {messages, Mine} = process_info(self(), messages),
     ct:pal("stalled: nifsock:info() ~p~nthis process's mailbox ~p~nwaiting in nifsock or ssl ~p",
            [nifsock:info(), brief(Mine), Waiting]).
+
+%% Each end's transport socket (nifsock's, if it is one): nifsock:info/1 and
+%% the kernel's queues for its port (/proc/net/tcp: tx_queue:rx_queue, the
+%% bytes not yet acknowledged by the peer and not yet read here).
+stall_sockets(Ends) ->
+    {ok, Tcp} = file:read_file("/proc/net/tcp"),
+    Lines = binary:split(Tcp, <<"\n">>, [global]),
+    [begin
+         T = transport(E),
+         Info = try nifsock:info(T) catch _:_ -> not_nifsock end,
+         Port = try nifsock_tcp:sockname(T) of
+                    {ok, {_, P}} -> P;
+                    _ -> none
+                catch _:_ -> none
+                end,
+         Hex = iolist_to_binary(io_lib:format(":~4.16.0B ", [Port])),
+         Kernel = [L || is_integer(Port), L <- Lines, binary:match(L, Hex) =/= nomatch],
+         ct:pal("stalled, ~p end: port ~p~nnifsock:info/1 ~p~n/proc/net/tcp ~p",
+                [Name, Port, Info, Kernel])
+     end || {Name, E} <- Ends],
+    ok.
+
+%% The nifsock socket inside an sslsocket (its layout differs by release).
+transport({'$nifsock', _} = T) -> T;
+transport(T) when is_tuple(T) -> transport(tuple_to_list(T));
+transport([H | Rest]) ->
+    case transport(H) of
+        none -> transport(Rest);
+        T -> T
+    end;
+transport(_) -> none.
 
 brief(B) when is_binary(B), byte_size(B) > 16 -> {binary, byte_size(B)};
 brief(L) when is_list(L) -> [brief(E) || E <- L];

@@ -393,8 +393,11 @@ stall_sockets(Ends) ->
                     _ -> none
                 catch _:_ -> none
                 end,
-         Hex = iolist_to_binary(io_lib:format(":~4.16.0B ", [Port])),
-         Kernel = [L || is_integer(Port), L <- Lines, binary:match(L, Hex) =/= nomatch],
+         Kernel = case Port of
+                      none -> [];
+                      _ -> Hex = iolist_to_binary(io_lib:format(":~4.16.0B ", [Port])),
+                           [L || L <- Lines, binary:match(L, Hex) =/= nomatch]
+                  end,
          ct:pal("stalled, ~p end: port ~p~nnifsock:info/1 ~p~n/proc/net/tcp ~p",
                 [Name, Port, Info, Kernel])
      end || {Name, E} <- Ends],

@@ -603,7 +603,9 @@ is_socket(_) -> false.
 info() ->
     nifsock_nif:stats().
 
-%% @doc Information about one socket, as `socket:info/1' gives it.
+%% @doc Information about one socket, as `socket:info/1' gives it, with
+%% nifsock's own `active', `pending' and `readiness' (where its reads and
+%% writes wait: the README lists the keys).
 -spec info(socket()) -> map().
 info(?SOCK(_) = S) -> nifsock_nif:info(S);
 info(S) -> erlang:error(badarg, [S]).

@@ -21,6 +21,7 @@
          init_per_group/2, end_per_group/2]).
 
 -export([readiness_driver_is_on/1,
+         readiness_info_shows_waits/1,
          readiness_default_driver_every_release/1,
          readiness_passive_recv/1,
          readiness_active_n_delivery/1,
@@ -89,7 +90,7 @@ held_cases() ->
 
 groups() ->
     [{reference, [], cases()},
-     {driver, [], cases() ++ held_cases()},
+     {driver, [], cases() ++ held_cases() ++ [readiness_info_shows_waits]},
      {pump, [], write_cases()}].
 
 init_per_suite(Config) ->
@@ -177,6 +178,13 @@ readiness_held_writer(Config) -> run(held_writer, Config).
 %% 16 (`core::promotion`'s HOLD_MAX; `port_reading'), the others stay in the
 %% set and still echo; closing them all brings the count back.
 readiness_held_capped(Config) -> run(held_capped, Config).
+
+%% @doc nifsock:info/1 shows where a socket's reads wait (the keys a stalled
+%% connection is diagnosed with): an {active, 2} socket in the set with its
+%% pump armed; passive after its two packets, nobody armed; with {packet, 4}
+%% and half a packet read, the bytes held for framing (`pending') and the
+%% pump armed again for the rest.
+readiness_info_shows_waits(Config) -> run(info_shows_waits, Config).
 
 %% @doc Owners killed while their sockets' data is pending in the batch: the
 %% sockets close and nothing stays behind (sockets, fds back to baseline).
@@ -531,6 +539,35 @@ body(held_input_returned, #{tcp := nifsock_tcp}) ->
     ok = gen_tcp:close(C),
     ok = nifsock_tcp:close(L),
     ok = held_settle(Base, deadline());
+body(info_shows_waits, #{tcp := nifsock_tcp}) ->
+    {ok, L} = nifsock_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, nifsock_test_lib:port(nifsock_tcp, L),
+                              [binary, {active, false}, {nodelay, true}], ?T),
+    {ok, A} = nifsock_tcp:accept(L, ?T),
+    #{active := false, pending := 0, readiness := #{in_set := false, read_armed := false}} =
+        nifsock:info(A),
+    ok = nifsock_tcp:setopts(A, [{active, 2}]),
+    #{active := 2, pending := 0,
+      readiness := #{in_set := true, read_armed := true, read_kept := false,
+                     reader_told := false, queued := false, hup := false,
+                     write_armed := false}} = nifsock:info(A),
+    [begin
+         ok = gen_tcp:send(C, <<K:32>>),
+         receive {nifsock, A, <<K:32>>} -> ok after ?T -> error({no_delivery, K}) end
+     end || K <- [1, 2]],
+    receive {nifsock_passive, A} -> ok after ?T -> error(no_passive) end,
+    #{active := false, readiness := #{read_armed := false, queued := false}} = nifsock:info(A),
+    ok = nifsock_tcp:setopts(A, [{packet, 4}, {active, once}]),
+    ok = gen_tcp:send(C, <<10:32, "abc">>),
+    ok = until(fun() -> maps:get(pending, nifsock:info(A)) =:= 7 end, deadline()),
+    #{active := once, readiness := #{read_armed := true}} = nifsock:info(A),
+    ok = gen_tcp:send(C, <<"defghij">>),
+    receive {nifsock, A, <<"abcdefghij">>} -> ok after ?T -> error(no_packet) end,
+    #{active := false, pending := 0} = nifsock:info(A),
+    nothing = no_message(),
+    ok = nifsock_tcp:close(A),
+    ok = gen_tcp:close(C),
+    ok = nifsock_tcp:close(L);
 body(held_owner_death, #{tcp := nifsock_tcp}) ->
     Base = held_baseline(),
     {ok, L} = nifsock_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}},

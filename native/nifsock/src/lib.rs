@@ -37,7 +37,8 @@
 //!   with the outcome types `ops` returns and `nif` encodes through it.
 //! - `core/`: pure Rust, unit-tested by `native/nifsock_unit`: errno names,
 //!   family, fd cell, option table, packet framing, scratch buffer, traffic
-//!   counters, unix paths, `limits` (the tuning constants).
+//!   counters, unix paths, the readiness protocols (`read_edge`, `backlog`,
+//!   `promotion`, `yield_read`), `limits` (the tuning constants).
 //! - `sys/`: the only `unsafe`: a generic resource type (`Kind`, `Owned<T>`,
 //!   `Obj<'a, T>`), selects, monitors and messages, saved handles, iovecs,
 //!   and the system calls (through socket2 and nix where they have them);

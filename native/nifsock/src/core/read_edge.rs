@@ -116,6 +116,11 @@ impl ReadEdge {
         self.armed
     }
 
+    /// Whether an edge is kept for the next wait.
+    pub fn kept(&self) -> bool {
+        self.ready
+    }
+
     /// Whether the peer hung up or the socket failed.
     pub fn hup(&self) -> bool {
         self.hup

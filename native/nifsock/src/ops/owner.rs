@@ -9,7 +9,7 @@ use crate::codec::args::Sock;
 use crate::core::family::Family;
 use crate::core::traffic::Traffic;
 use crate::error::{Error, Result};
-use crate::socket::{Phase, State, Waiters};
+use crate::socket::{Active, Phase, State, Waiters};
 use crate::sys::env::EnvRef;
 use crate::sys::msg;
 use crate::sys::syscall;
@@ -69,6 +69,12 @@ pub struct Info<'a> {
     pub close_may_block: bool,
     /// The per-socket counters.
     pub traffic: &'a Traffic,
+    /// Where its reads and writes wait (readiness set, port), by name.
+    pub readiness: [(&'static str, bool); 11],
+    /// `nifsock_tcp`'s active mode: `false`, `true`, `once` or the count left.
+    pub active: Active,
+    /// Bytes read and held for `nifsock_tcp`'s framing.
+    pub pending: usize,
 }
 
 /// A snapshot of the socket's state, under its lock.
@@ -91,6 +97,24 @@ pub fn info<'a>(sock: Sock<'a>) -> Info<'a> {
         acceptors,
         close_may_block: sock.s.close_may_block(),
         traffic: sock.s.traffic(),
+        readiness: [
+            ("in_set", st.rd.key.is_some()),
+            ("read_armed", st.rd.edge.armed()),
+            ("read_kept", st.rd.edge.kept()),
+            ("hup", st.rd.edge.hup()),
+            (
+                "reader_told",
+                st.readers.current.as_ref().is_some_and(|w| w.told),
+            ),
+            ("port_held", st.rd.direct),
+            ("queued", st.rd.queued),
+            ("write_in_set", st.rd.out),
+            ("write_armed", st.rd.w_armed),
+            ("write_kept", st.rd.w_ready),
+            ("write_hup", st.rd.w_hup),
+        ],
+        active: st.tcp.active,
+        pending: st.pending.len(),
     }
 }
 

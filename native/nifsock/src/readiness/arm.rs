@@ -4,7 +4,8 @@
 use std::os::fd::RawFd;
 
 use super::direct;
-use super::set::{self, lock};
+use super::set;
+use crate::core::backlog;
 use crate::socket::{Socket, State};
 use crate::stats;
 use crate::sys::epoll;
@@ -200,10 +201,7 @@ pub fn defer_armed(obj: Obj<'_, Socket>) {
 /// Queues a slot key in the backlog (its `queued` just set, or still set for
 /// an entry a drain had no budget for) and wakes the set.
 pub(super) fn push(k: u64) {
-    if let Some(sh) = set::shared() {
-        lock(&sh.backlog).push(k);
-    }
-    if let Some(set) = set::get() {
-        epoll::kick(set.efd);
+    if let (Some(sh), Some(set)) = (set::shared(), set::get()) {
+        backlog::push(&sh.backlog, k, &set.wakeup());
     }
 }

@@ -15,6 +15,7 @@ use super::arm::push;
 use super::direct;
 use super::set::{self, lock, EFD_KEY};
 use crate::atoms;
+use crate::core::backlog;
 use crate::core::read_edge::Edge;
 use crate::socket::{Active, Phase, Socket, State};
 use crate::sys::driver::{self, Hooks};
@@ -228,31 +229,24 @@ const HELD: u32 = libc::EPOLLIN as u32;
 fn drain_with(caller: Option<Env>) {
     let Some(set) = set::get() else { return };
     let Some(out) = Out::new(caller) else { return };
-    let (backlog, left) = set::shared()
-        .map(|sh| {
-            let mut b = lock(&sh.backlog);
-            let n = b.len().min(BATCH);
-            let rest = b.split_off(n);
-            let head = std::mem::replace(&mut *b, rest);
-            (head, !b.is_empty())
-        })
-        .unwrap_or_default();
-    if left {
-        epoll::kick(set.efd);
-    }
     let mut evs = [(0u32, 0u64); BATCH];
     let n = epoll::poll(set.epfd, &mut evs);
     let evs = evs.get(..n).unwrap_or_default();
+    // The wake-up is cleared before the backlog is taken (`core::backlog`).
+    let woken = evs.iter().any(|&(_, k)| k == EFD_KEY);
+    let backlog = set::shared()
+        .map(|sh| backlog::take(&sh.backlog, woken, BATCH, &set.wakeup()))
+        .unwrap_or_default();
     let sockets = evs.iter().filter(|&&(_, k)| k != EFD_KEY).count() + backlog.len();
-    direct::in_batch(sockets, || serve_batch(evs, backlog, set.efd, &out));
+    direct::in_batch(sockets, || serve_batch(evs, backlog, &out));
 }
 
 /// Serves one drain's events `evs` of the set, then its backlog entries.
-fn serve_batch(evs: &[(u32, u64)], backlog: Vec<u64>, efd: RawFd, out: &Out) {
+fn serve_batch(evs: &[(u32, u64)], backlog: Vec<u64>, out: &Out) {
     let mut read = 0;
     for &(events, k) in evs {
         if k == EFD_KEY {
-            epoll::clear(efd);
+            // cleared before the backlog was taken
         } else if let Some(kept) = set::lookup(k) {
             if read < BATCH_BYTES {
                 read += fire(&kept, k, events, false, out);

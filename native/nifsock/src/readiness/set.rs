@@ -8,6 +8,7 @@ use std::os::fd::RawFd;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 
+use crate::core::backlog::Wakeup;
 use crate::socket::Socket;
 use crate::stats;
 use crate::sys::carry;
@@ -18,6 +19,25 @@ use crate::sys::syscall;
 pub(super) struct Set {
     pub(super) epfd: RawFd,
     pub(super) efd: RawFd,
+}
+
+impl Set {
+    /// The set's wake-up: its eventfd (level-triggered in the set).
+    pub(super) fn wakeup(&self) -> EventFd {
+        EventFd(self.efd)
+    }
+}
+
+/// The eventfd that wakes the set for the backlog and the port's releases.
+pub(super) struct EventFd(RawFd);
+
+impl Wakeup for EventFd {
+    fn kick(&self) {
+        epoll::kick(self.0);
+    }
+    fn clear(&self) {
+        epoll::clear(self.0);
+    }
 }
 
 struct Slot {

@@ -24,7 +24,7 @@ rustler::atoms! {
     onoff, socket, otp, rcvbuf, fd, domain, controlling_process, meta, dup, r#true = "true", r#false = "false",
     // info keys
     ctype, normal, ctrl, r#type = "type", protocol, counters, num_readers, num_writers, num_acceptors,
-    rstates, wstates, open, closing, listening, selected, close_may_block,
+    rstates, wstates, open, closing, listening, selected, close_may_block, pending,
     // readiness (pump source)
     readiness, batch, nifsock_readiness,
 }

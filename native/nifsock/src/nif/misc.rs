@@ -70,17 +70,14 @@ fn info<'a>(env: Env<'a>, sock: Sock<'a>) -> NifResult<Term<'a>> {
             counter_map(env, i.traffic.snapshot())?,
         ),
         (
-            rustler::Atom::from_str(env, "readiness")?.encode(env),
+            atoms::readiness().encode(env),
             counter_map(env, i.readiness)?,
         ),
         (
-            rustler::Atom::from_str(env, "active")?.encode(env),
+            atoms::active().encode(env),
             crate::codec::tcp::active(env, i.active),
         ),
-        (
-            rustler::Atom::from_str(env, "pending")?.encode(env),
-            i.pending.encode(env),
-        ),
+        (atoms::pending().encode(env), i.pending.encode(env)),
     ];
     let (k, v): (Vec<Term>, Vec<Term>) = pairs.into_iter().unzip();
     Term::map_from_term_arrays(env, &k, &v).map_err(|_| rustler::Error::BadArg)

@@ -38,6 +38,7 @@ use std::sync::OnceLock;
 use std::time::Instant;
 
 use super::set::{self, lock, Held};
+use crate::core::backlog::Wakeup;
 use crate::core::promotion;
 use crate::socket::{Socket, State};
 use crate::stats;
@@ -243,7 +244,7 @@ pub fn release(fd: RawFd, lingering: bool) -> bool {
     }
     lock(&sh.releases).push(fd);
     if let Some(set) = set::get() {
-        epoll::kick(set.efd);
+        set.wakeup().kick();
     }
     true
 }

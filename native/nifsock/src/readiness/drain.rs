@@ -246,8 +246,9 @@ fn serve_batch(evs: &[(u32, u64)], backlog: Vec<u64>, out: &Out) {
     let mut read = 0;
     for &(events, k) in evs {
         if k == EFD_KEY {
-            // cleared before the backlog was taken
-        } else if let Some(kept) = set::lookup(k) {
+            continue; // cleared before the backlog was taken
+        }
+        if let Some(kept) = set::lookup(k) {
             if read < BATCH_BYTES {
                 read += fire(&kept, k, events, false, out);
             } else {

@@ -58,7 +58,7 @@ config(Opts) ->
       syscall_rounds => Int(syscall_rounds, 1, 3),
       http_secs => Int(http_secs, 3, 5),
       pp_ms => Int(pp_ms, 1000, 3000),
-      bulk_mib => Int(bulk_mib, 256, 1024),
+      bulk_mib => Int(bulk_mib, 1024, 2048),
       tls_bulk_mib => Int(tls_bulk_mib, 64, 256),
       idle_conns => Int(idle_conns, 10000, 10000),
       syscall_conns => Int(syscall_conns, 2000, 2000),

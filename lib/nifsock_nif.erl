@@ -13,7 +13,8 @@
          tcp_shutdown/2, tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2,
          tcp_flush/3, tcp_pause/1, tcp_move/2, tcp_tags/1, tcp_peername/1,
          tcp_sockname/1,
-         readiness_pump/1, readiness_pump_drain/0, dist_attach/2, recv_yield/1]).
+         readiness_pump/1, readiness_pump_drain/0, readiness_port_hold/1, dist_attach/2,
+         recv_yield/1]).
 
 -nifs([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
        recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
@@ -24,7 +25,8 @@
          tcp_shutdown/2, tcp_setopts/2, tcp_send_timeout/2, tcp_send_timeout_dirty/2,
          tcp_flush/3, tcp_pause/1, tcp_move/2, tcp_tags/1, tcp_peername/1,
          tcp_sockname/1,
-         readiness_pump/1, readiness_pump_drain/0, dist_attach/2, recv_yield/1]).
+         readiness_pump/1, readiness_pump_drain/0, readiness_port_hold/1, dist_attach/2,
+         recv_yield/1]).
 
 -on_load(load/0).
 
@@ -50,6 +52,9 @@ load() ->
             %% (application env `recv_yield', default true; see nifsock:recv/4).
             _ = application:load(nifsock),
             ok = recv_yield(application:get_env(nifsock, recv_yield, true) =/= false),
+            %% Which hot sockets the readiness port holds (application env
+            %% `port_hold', default `alone': nifsock_readiness:port_hold/0).
+            ok = readiness_port_hold(nifsock_readiness:port_hold()),
             %% The readiness source (application env `readiness', see
             %% nifsock_readiness): the driver path unless configured otherwise.
             nifsock_readiness:on_load();
@@ -232,6 +237,9 @@ readiness_pump(_On) -> erlang:nif_error(nif_not_loaded).
 
 -spec recv_yield(boolean()) -> ok.
 recv_yield(_On) -> erlang:nif_error(nif_not_loaded).
+
+-spec readiness_port_hold(alone | any) -> ok | {error, {invalid, port_hold}}.
+readiness_port_hold(_Rule) -> erlang:nif_error(nif_not_loaded).
 
 -spec readiness_pump_drain() -> ok | {error, invalid}.
 readiness_pump_drain() -> erlang:nif_error(nif_not_loaded).

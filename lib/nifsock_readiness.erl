@@ -19,10 +19,20 @@
 %%
 %% The source starts when the NIF loads, or on `start/0'; if the driver
 %% cannot be started, a warning is logged and waits use `enif_select'.
+%%
+%% On the driver path a hot socket's own fd moves to the readiness port
+%% (into the scheduler pollset) after 16 reads in a row served by drains.
+%% The application environment key `port_hold' says which sockets may move:
+%% `alone' (the default: only one served alone in its drain's batch, at most
+%% 16 held) or `any' (every active socket the drain keeps delivering to, as
+%% inet_drv's active sockets; passive ones keep `alone'). Keep-alive over 64
+%% connections, `{active, 100}': `any' makes one `epoll_wait' less per batch
+%% (0.04-0.05 system calls less per request) and costs 1-7 % more CPU per
+%% request on OTP 27 and 29.
 %% Measurements and limits: doc/readiness-research.md.
 -module(nifsock_readiness).
 
--export([mode/0, start/0, stop/0, on_load/0, load_driver/0]).
+-export([mode/0, port_hold/0, start/0, stop/0, on_load/0, load_driver/0]).
 -export([init/1]).
 
 -define(DRIVER, "libnifsock").
@@ -38,6 +48,16 @@ mode() ->
         {ok, pump} -> pump;
         {ok, select} -> select;
         _ -> default()
+    end.
+
+%% @doc Which hot sockets' input the readiness port holds: the application
+%% environment key `port_hold' (`alone' | `any'), `alone' when unset.
+-spec port_hold() -> alone | any.
+port_hold() ->
+    _ = application:load(nifsock),
+    case application:get_env(nifsock, port_hold) of
+        {ok, any} -> any;
+        _ -> alone
     end.
 
 %% The epoll set is Linux's.

@@ -23,6 +23,7 @@
 -export([readiness_driver_is_on/1,
          readiness_info_shows_waits/1,
          readiness_default_driver_every_release/1,
+         readiness_port_hold_default/1,
          readiness_passive_recv/1,
          readiness_active_n_delivery/1,
          readiness_close_pending_no_delivery/1,
@@ -44,7 +45,8 @@
          readiness_held_input_returned/1,
          readiness_held_owner_death/1,
          readiness_held_writer/1,
-         readiness_held_capped/1]).
+         readiness_held_capped/1,
+         readiness_held_crowded_any/1]).
 
 %% Bodies, called in the peer.
 -export([body/2, fair_servers/2, stream/1]).
@@ -86,11 +88,13 @@ held_cases() ->
      readiness_held_input_returned,
      readiness_held_owner_death,
      readiness_held_writer,
-     readiness_held_capped].
+     readiness_held_capped,
+     readiness_held_crowded_any].
 
 groups() ->
     [{reference, [], cases()},
-     {driver, [], cases() ++ held_cases() ++ [readiness_info_shows_waits]},
+     {driver, [], cases() ++ held_cases() ++ [readiness_info_shows_waits,
+                                               readiness_port_hold_default]},
      {pump, [], write_cases()}].
 
 init_per_suite(Config) ->
@@ -173,11 +177,21 @@ readiness_held_owner_death(Config) -> run(held_owner_death, Config).
 %% the set (no enif_select), and its reads go on after.
 readiness_held_writer(Config) -> run(held_writer, Config).
 
-%% @doc Twenty hot passive echoes, one after the other (each alone in its
+%% @doc Under `port_hold' `alone' (the default; set here for the case): twenty hot passive echoes, one after the other (each alone in its
 %% drains' batches, so each qualifies): the port holds the input of at most
 %% 16 (`core::promotion`'s HOLD_MAX; `port_reading'), the others stay in the
 %% set and still echo; closing them all brings the count back.
 readiness_held_capped(Config) -> run(held_capped, Config).
+
+%% @doc Under `port_hold' `any' (set here for the case): 24 active echoes driven at once (their events share drains' batches),
+%% 40 round trips each: the port holds the input of every one of them, past
+%% `alone''s cap of 16 and whether their batches were crowded or not; they
+%% still echo, and closing them brings the count back.
+readiness_held_crowded_any(Config) -> run(held_crowded_any, Config).
+
+%% @doc With no `port_hold' set the rule is `alone' on every release; the
+%% application env picks `any'; a bad value is refused by the NIF.
+readiness_port_hold_default(Config) -> run(port_hold_default, Config).
 
 %% @doc nifsock:info/1 shows where a socket's reads wait (the keys a stalled
 %% connection is diagnosed with): an {active, 2} socket in the set with its
@@ -597,7 +611,9 @@ body(held_owner_death, #{tcp := nifsock_tcp}) ->
     [ok = gen_tcp:close(C) || {C, _} <- Pairs],
     ok = nifsock_tcp:close(L),
     ok = held_settle(Base, deadline());
-body(held_capped, #{sock := nifsock}) ->
+body(held_capped, Mods) ->
+    with_port_hold(alone, fun() -> body(held_capped_alone, Mods) end);
+body(held_capped_alone, #{sock := nifsock}) ->
     Base = held_baseline(),
     #{port_reading := R0, port_holds := H0} = nifsock:info(),
     Conns = [begin
@@ -615,6 +631,54 @@ body(held_capped, #{sock := nifsock}) ->
      || {L, C, A} <- Conns],
     ok = held_settle(Base, deadline()),
     until(fun() -> maps:get(port_reading, nifsock:info()) =< R0 end, deadline());
+body(held_crowded_any, Mods) ->
+    with_port_hold(any, fun() -> body(held_crowded_any_on, Mods) end);
+body(held_crowded_any_on, #{tcp := nifsock_tcp}) ->
+    Base = held_baseline(),
+    #{port_reading := R0} = nifsock:info(),
+    {ok, L} = nifsock_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}},
+                                     {backlog, 64}]),
+    Port = nifsock_test_lib:port(nifsock_tcp, L),
+    N = 24,
+    Pairs = [begin
+                 {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port,
+                                           [binary, {active, false}, {nodelay, true}], ?T),
+                 {ok, A} = nifsock_tcp:accept(L, ?T),
+                 Owner = spawn(fun() -> held_echo_owner(A) end),
+                 ok = nifsock_tcp:controlling_process(A, Owner),
+                 Owner ! go,
+                 {C, Owner}
+             end || _ <- lists:seq(1, N)],
+    Rounds = fun(C, K) ->
+                     [begin
+                          ok = gen_tcp:send(C, <<I:32>>),
+                          {ok, <<I:32>>} = gen_tcp:recv(C, 4, ?T)
+                      end || I <- lists:seq(1, K)],
+                     ok
+             end,
+    Self = self(),
+    Clients = [spawn_link(fun() -> Self ! {rounds, self(), Rounds(C, 40)} end)
+               || {C, _} <- Pairs],
+    [receive {rounds, P, ok} -> ok after ?T -> error(clients_stuck) end || P <- Clients],
+    #{port_reading := R1} = nifsock:info(),
+    true = R1 - R0 =:= N orelse error({not_all_held, R0, R1}),
+    [ok = Rounds(C, 3) || {C, _} <- Pairs],
+    [ok = gen_tcp:close(C) || {C, _} <- Pairs],
+    ok = nifsock_tcp:close(L),
+    ok = held_settle(Base, deadline()),
+    until(fun() -> maps:get(port_reading, nifsock:info()) =< R0 end, deadline());
+body(port_hold_default, #{sock := nifsock}) ->
+    undefined = application:get_env(nifsock, port_hold),
+    Want = alone,
+    Want = nifsock_readiness:port_hold(),
+    ok = application:set_env(nifsock, port_hold, alone),
+    alone = nifsock_readiness:port_hold(),
+    ok = application:set_env(nifsock, port_hold, any),
+    any = nifsock_readiness:port_hold(),
+    ok = application:unset_env(nifsock, port_hold),
+    {error, {invalid, port_hold}} = nifsock_nif:readiness_port_hold(sometimes),
+    ok = nifsock_nif:readiness_port_hold(Want),
+    ok;
 body(held_writer, #{sock := nifsock}) ->
     Base = held_baseline(),
     {L, C, A} = nifsock_test_lib:pair(nifsock),
@@ -1171,6 +1235,15 @@ slow_read(C, Want, Got) ->
     {ok, B} = nifsock:recv(C, 0, ?T),
     timer:sleep(1),
     slow_read(C, Want, Got + byte_size(B)).
+
+%% Runs F with the port's hold rule set to Rule, then back to the node's own
+%% (the application env's, or the release's default).
+with_port_hold(Rule, F) ->
+    ok = nifsock_nif:readiness_port_hold(Rule),
+    try F()
+    after
+        ok = nifsock_nif:readiness_port_hold(nifsock_readiness:port_hold())
+    end.
 
 held_baseline() ->
     {baseline(nifsock_tcp), maps:get(port_held, nifsock:info())}.

@@ -26,5 +26,5 @@ rustler::atoms! {
     ctype, normal, ctrl, r#type = "type", protocol, counters, num_readers, num_writers, num_acceptors,
     rstates, wstates, open, closing, listening, selected, close_may_block, pending,
     // readiness (pump source)
-    readiness, batch, nifsock_readiness,
+    readiness, batch, nifsock_readiness, alone, port_hold,
 }

@@ -4,6 +4,7 @@ use rustler::{Encoder, Env, NifResult, Term};
 
 use crate::atoms;
 use crate::codec::args;
+use crate::core::promotion::Rule;
 use crate::readiness;
 use crate::sys::msg;
 
@@ -50,4 +51,21 @@ fn readiness_pump_drain(env: Env<'_>) -> NifResult<Term<'_>> {
     } else {
         (atoms::error(), atoms::invalid()).encode(env)
     })
+}
+
+/// Which hot sockets' input moves to the readiness port (`core::promotion`):
+/// `alone` or `any` (the application env `port_hold`, applied by
+/// `nifsock_nif`'s load; `nifsock_readiness:port_hold/0` picks the default
+/// per release). `{error, {invalid, port_hold}}` for another atom.
+#[rustler::nif]
+fn readiness_port_hold(env: Env<'_>, rule: rustler::Atom) -> Term<'_> {
+    let rule = if rule == atoms::any() {
+        Rule::Any
+    } else if rule == atoms::alone() {
+        Rule::Alone
+    } else {
+        return (atoms::error(), (atoms::invalid(), atoms::port_hold())).encode(env);
+    };
+    readiness::set_port_rule(rule);
+    atoms::ok().encode(env)
 }

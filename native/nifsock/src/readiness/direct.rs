@@ -33,18 +33,39 @@
 
 use std::cell::Cell;
 use std::os::fd::RawFd;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::OnceLock;
 use std::time::Instant;
 
 use super::set::{self, lock, Held};
 use crate::core::backlog::Wakeup;
-use crate::core::promotion;
-use crate::socket::{Socket, State};
+use crate::core::promotion::{self, Rule};
+use crate::socket::{Active, Socket, State};
 use crate::stats;
 use crate::sys::driver::{self, Hold};
 use crate::sys::epoll;
 use crate::sys::resource::Obj;
+
+/// Whether any active socket the drain keeps serving may move to the port
+/// (`Rule::Any`), or only one served alone in its batch (`Rule::Alone`, the
+/// default until `set_rule`; always for passive sockets).
+static ANY: AtomicBool = AtomicBool::new(false);
+
+/// Sets the rule by which hot sockets' input moves to the port
+/// (`core::promotion`; the application env `port_hold`, applied by
+/// `nifsock_nif`'s load). Sockets already held stay held.
+pub fn set_rule(rule: Rule) {
+    ANY.store(rule == Rule::Any, Ordering::Relaxed);
+}
+
+/// The rule in force.
+pub fn rule() -> Rule {
+    if ANY.load(Ordering::Relaxed) {
+        Rule::Any
+    } else {
+        Rule::Alone
+    }
+}
 
 /// Demotions after which a socket's input stays in the set.
 const MAX_DEMOTIONS: u8 = 8;
@@ -115,7 +136,8 @@ pub(super) fn in_batch<R>(events: usize, f: impl FnOnce() -> R) -> R {
 /// After a drain served a read of the socket (state `st`, locked, slot key
 /// `key`): in the port's `ready_input` (nothing elsewhere), moves its input
 /// to the port once it is hot: `core::promotion` counts the reads in a row
-/// that were the only socket event of their batch. Not for a socket that also has enif_select
+/// (under its `Rule::Alone`, those that were the only socket event of their
+/// batch). Not for a socket that also has enif_select
 /// waits (ERTS would see two owners), shares its fd, or may linger at close.
 pub(super) fn served(obj: Obj<'_, Socket>, st: &mut State, key: u64) {
     if !driver::holding()
@@ -127,7 +149,16 @@ pub(super) fn served(obj: Obj<'_, Socket>, st: &mut State, key: u64) {
         return;
     }
     let Some(sh) = set::shared() else { return };
+    // Rule::Any is for active sockets: a passive one's reads after yields
+    // (core::yield_read) take its input while the port holds it, which the
+    // level-triggered pollset would report until the input went back.
+    let rule = if st.tcp.active == Active::Off {
+        Rule::Alone
+    } else {
+        rule()
+    };
     let (hits, promote) = promotion::count_hit(
+        rule,
         st.rd.hits,
         CROWD.with(Cell::get),
         usize::try_from(stats::PORT_READING.get()).unwrap_or(0),

@@ -19,17 +19,19 @@
 //!   pollset, so a scheduler polls it itself. (`pump`: a process
 //!   `enif_select`s the set's fd once per batch and drains it in a NIF call.)
 //! * **Hot sockets held by the port** (`direct`). A socket whose reads a
-//!   drain keeps serving (active deliveries, eager reads), each the only
-//!   socket event of its batch, has its fd `driver_select`ed by the readiness
+//!   drain keeps serving (active deliveries, eager reads) has its fd `driver_select`ed by the readiness
 //!   port itself after 16 of them (`core::promotion`), and leaves the set for
 //!   input: once ERTS moved that fd into the scheduler
 //!   pollset, the scheduler's own `epoll_wait` names the socket and
 //!   `ready_input` reads it, with no `epoll_wait` of the set in between. Input
 //!   nobody takes goes back to the set; the port closes a held fd itself, once
-//!   ERTS let it go (`stop_select`). Sockets served in crowded batches (a
-//!   busy server's) stay in the set: one `epoll_wait` of the set serves the
-//!   batch, each event reported once, where held fds would each cost a port
-//!   task and a second `tcp_poll` of the level-triggered pollset.
+//!   ERTS let it go (`stop_select`). By default (`core::promotion`'s
+//!   `Rule::Alone`) sockets served in crowded batches (a busy server's) stay
+//!   in the set: one `epoll_wait` of the set serves the batch, each event
+//!   reported once, where held fds would each cost a port task and a second
+//!   `tcp_poll` of the level-triggered pollset. With the application env
+//!   `port_hold` = `any` (`Rule::Any`) every hot active socket is held,
+//!   crowded or not.
 //! * **Drain in batches** (`drain`). At most [`drain::BATCH`] events per call
 //!   from `epoll_wait(timeout 0)`: a passive waiter gets its select message,
 //!   except a blocking `recv(S, 0)`, which is read for there and sent its
@@ -61,6 +63,6 @@ pub use arm::{
     arm, arm_write, cancel, defer_armed, hup, keep_ready, leave, reads_follow, rearm_direct,
     unregister, write_attempt, Arm,
 };
-pub use direct::release;
+pub use direct::{release, set_rule as set_port_rule};
 pub use drain::{install, pump_drain, Out, Taken};
 pub use set::{enabled, pump_on, set_pump, shared_size};

@@ -589,16 +589,8 @@ body(held_owner_death, #{tcp := nifsock_tcp}) ->
     Port = nifsock_test_lib:port(nifsock_tcp, L),
     #{port_holds := H0} = nifsock:info(),
     Pairs = [begin
-                 {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port,
-                                           [binary, {active, false}, {nodelay, true}], ?T),
-                 {ok, A} = nifsock_tcp:accept(L, ?T),
-                 Owner = spawn(fun() -> held_echo_owner(A) end),
-                 ok = nifsock_tcp:controlling_process(A, Owner),
-                 Owner ! go,
-                 [begin
-                      ok = gen_tcp:send(C, <<K:32>>),
-                      {ok, <<K:32>>} = gen_tcp:recv(C, 4, ?T)
-                  end || K <- lists:seq(1, 30)],
+                 {C, Owner} = active_echo(L, Port),
+                 ok = client_rounds(C, 30),
                  {C, Owner}
              end || _ <- lists:seq(1, 8)],
     #{port_holds := H1} = nifsock:info(),
@@ -640,29 +632,14 @@ body(held_crowded_any_on, #{tcp := nifsock_tcp}) ->
                                      {backlog, 64}]),
     Port = nifsock_test_lib:port(nifsock_tcp, L),
     N = 24,
-    Pairs = [begin
-                 {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port,
-                                           [binary, {active, false}, {nodelay, true}], ?T),
-                 {ok, A} = nifsock_tcp:accept(L, ?T),
-                 Owner = spawn(fun() -> held_echo_owner(A) end),
-                 ok = nifsock_tcp:controlling_process(A, Owner),
-                 Owner ! go,
-                 {C, Owner}
-             end || _ <- lists:seq(1, N)],
-    Rounds = fun(C, K) ->
-                     [begin
-                          ok = gen_tcp:send(C, <<I:32>>),
-                          {ok, <<I:32>>} = gen_tcp:recv(C, 4, ?T)
-                      end || I <- lists:seq(1, K)],
-                     ok
-             end,
+    Pairs = [active_echo(L, Port) || _ <- lists:seq(1, N)],
     Self = self(),
-    Clients = [spawn_link(fun() -> Self ! {rounds, self(), Rounds(C, 40)} end)
+    Clients = [spawn_link(fun() -> Self ! {rounds, self(), client_rounds(C, 40)} end)
                || {C, _} <- Pairs],
     [receive {rounds, P, ok} -> ok after ?T -> error(clients_stuck) end || P <- Clients],
     #{port_reading := R1} = nifsock:info(),
     true = R1 - R0 =:= N orelse error({not_all_held, R0, R1}),
-    [ok = Rounds(C, 3) || {C, _} <- Pairs],
+    [ok = client_rounds(C, 3) || {C, _} <- Pairs],
     [ok = gen_tcp:close(C) || {C, _} <- Pairs],
     ok = nifsock_tcp:close(L),
     ok = held_settle(Base, deadline()),
@@ -1217,6 +1194,25 @@ until_closed(C, Acc) ->
         {error, closed} when Acc =:= <<>>; Acc =:= <<"pending">> -> ok;
         Other -> error({unexpected, Other, Acc})
     end.
+
+%% A gen_tcp client of a new connection to L (listening on Port) whose
+%% nifsock_tcp end echoes in its own process (held_echo_owner/1): {C, Owner}.
+active_echo(L, Port) ->
+    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port,
+                              [binary, {active, false}, {nodelay, true}], ?T),
+    {ok, A} = nifsock_tcp:accept(L, ?T),
+    Owner = spawn(fun() -> held_echo_owner(A) end),
+    ok = nifsock_tcp:controlling_process(A, Owner),
+    Owner ! go,
+    {C, Owner}.
+
+%% K round trips of 4 bytes from the gen_tcp client C through its echo.
+client_rounds(C, K) ->
+    [begin
+         ok = gen_tcp:send(C, <<I:32>>),
+         {ok, <<I:32>>} = gen_tcp:recv(C, 4, ?T)
+     end || I <- lists:seq(1, K)],
+    ok.
 
 held_echo_owner(A) ->
     receive go -> ok end,

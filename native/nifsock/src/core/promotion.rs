@@ -39,12 +39,14 @@ pub const PROMOTE_AFTER: u8 = 16;
 pub const HOLD_MAX: usize = 16;
 
 /// One read served by a drain whose batch had `crowd` socket events (0:
-/// outside a batch), for a socket with `hits` counted reads in a row before
-/// it, while the port holds `held` fds for input: its new count, and
-/// whether its input moves to the port now. Under [`Rule::Alone`] a crowded
-/// read starts the count again, and a socket refused for the cap starts its
-/// count again, so it asks again [`PROMOTE_AFTER`] reads later.
-pub fn count_hit(rule: Rule, hits: u8, crowd: usize, held: usize) -> (u8, bool) {
+/// outside a batch), for a socket (`active` or passive) with `hits` counted
+/// reads in a row before it, while the port holds `held` fds for input: its
+/// new count, and whether its input moves to the port now. [`Rule::Any`]
+/// applies to active sockets only; under [`Rule::Alone`] a crowded read
+/// starts the count again, and a socket refused for the cap starts its count
+/// again, so it asks again [`PROMOTE_AFTER`] reads later.
+pub fn count_hit(rule: Rule, active: bool, hits: u8, crowd: usize, held: usize) -> (u8, bool) {
+    let rule = if active { rule } else { Rule::Alone };
     if rule == Rule::Alone && crowd > 1 {
         return (0, false);
     }
@@ -67,36 +69,39 @@ mod tests {
     fn alone_in_its_batch_promotes_after_the_count() {
         let mut hits = 0;
         for i in 1..PROMOTE_AFTER {
-            let (h, promote) = count_hit(Alone, hits, 1, 0);
+            let (h, promote) = count_hit(Alone, true, hits, 1, 0);
             assert_eq!((h, promote), (i, false));
             hits = h;
         }
-        assert_eq!(count_hit(Alone, hits, 1, 0), (PROMOTE_AFTER, true));
+        assert_eq!(count_hit(Alone, true, hits, 1, 0), (PROMOTE_AFTER, true));
         assert_eq!(
-            count_hit(Alone, PROMOTE_AFTER - 1, 0, HOLD_MAX - 1),
+            count_hit(Alone, true, PROMOTE_AFTER - 1, 0, HOLD_MAX - 1),
             (PROMOTE_AFTER, true)
         );
-        assert_eq!(count_hit(Alone, u8::MAX, 1, 0), (u8::MAX, true));
+        assert_eq!(count_hit(Alone, true, u8::MAX, 1, 0), (u8::MAX, true));
     }
 
     #[test]
     fn a_crowded_batch_starts_the_count_again() {
-        let (h, _) = count_hit(Alone, 0, 1, 0);
-        assert_eq!(count_hit(Alone, h, 2, 0), (0, false));
-        assert_eq!(count_hit(Alone, PROMOTE_AFTER - 1, 2, 0), (0, false));
-        assert_eq!(count_hit(Alone, 0, 64, 0), (0, false));
+        let (h, _) = count_hit(Alone, true, 0, 1, 0);
+        assert_eq!(count_hit(Alone, true, h, 2, 0), (0, false));
+        assert_eq!(count_hit(Alone, true, PROMOTE_AFTER - 1, 2, 0), (0, false));
+        assert_eq!(count_hit(Alone, true, 0, 64, 0), (0, false));
     }
 
     #[test]
     fn a_full_port_refuses_and_the_count_starts_again() {
-        assert_eq!(count_hit(Alone, PROMOTE_AFTER - 1, 1, HOLD_MAX), (0, false));
         assert_eq!(
-            count_hit(Alone, PROMOTE_AFTER - 1, 1, HOLD_MAX + 3),
+            count_hit(Alone, true, PROMOTE_AFTER - 1, 1, HOLD_MAX),
+            (0, false)
+        );
+        assert_eq!(
+            count_hit(Alone, true, PROMOTE_AFTER - 1, 1, HOLD_MAX + 3),
             (0, false)
         );
         // below the cap the same read promotes
         assert_eq!(
-            count_hit(Alone, PROMOTE_AFTER - 1, 1, HOLD_MAX - 1),
+            count_hit(Alone, true, PROMOTE_AFTER - 1, 1, HOLD_MAX - 1),
             (PROMOTE_AFTER, true)
         );
     }
@@ -105,17 +110,33 @@ mod tests {
     fn under_any_a_crowded_read_counts_and_there_is_no_cap() {
         let mut hits = 0;
         for i in 1..PROMOTE_AFTER {
-            let (h, promote) = count_hit(Any, hits, 64, 0);
+            let (h, promote) = count_hit(Any, true, hits, 64, 0);
             assert_eq!((h, promote), (i, false));
             hits = h;
         }
-        assert_eq!(count_hit(Any, hits, 64, 0), (PROMOTE_AFTER, true));
+        assert_eq!(count_hit(Any, true, hits, 64, 0), (PROMOTE_AFTER, true));
         assert_eq!(
-            count_hit(Any, PROMOTE_AFTER - 1, 2, HOLD_MAX * 100),
+            count_hit(Any, true, PROMOTE_AFTER - 1, 2, HOLD_MAX * 100),
             (PROMOTE_AFTER, true)
         );
         // the same reads under Alone: the crowd and the cap refuse
-        assert_eq!(count_hit(Alone, PROMOTE_AFTER - 1, 2, 0), (0, false));
-        assert_eq!(count_hit(Alone, PROMOTE_AFTER - 1, 1, HOLD_MAX), (0, false));
+        assert_eq!(count_hit(Alone, true, PROMOTE_AFTER - 1, 2, 0), (0, false));
+        assert_eq!(
+            count_hit(Alone, true, PROMOTE_AFTER - 1, 1, HOLD_MAX),
+            (0, false)
+        );
+    }
+
+    #[test]
+    fn a_passive_socket_keeps_alone_under_any() {
+        assert_eq!(count_hit(Any, false, PROMOTE_AFTER - 1, 2, 0), (0, false));
+        assert_eq!(
+            count_hit(Any, false, PROMOTE_AFTER - 1, 1, HOLD_MAX),
+            (0, false)
+        );
+        assert_eq!(
+            count_hit(Any, false, PROMOTE_AFTER - 1, 1, 0),
+            (PROMOTE_AFTER, true)
+        );
     }
 }

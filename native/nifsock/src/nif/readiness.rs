@@ -54,9 +54,9 @@ fn readiness_pump_drain(env: Env<'_>) -> NifResult<Term<'_>> {
 }
 
 /// Which hot sockets' input moves to the readiness port (`core::promotion`):
-/// `alone` or `any` (the application env `port_hold`, applied by
-/// `nifsock_nif`'s load; `nifsock_readiness:port_hold/0` picks the default
-/// per release). `{error, {invalid, port_hold}}` for another atom.
+/// `alone` or `any` (the application env `port_hold`, `alone` unless set,
+/// applied by `nifsock_nif`'s load through `nifsock_readiness:port_hold/0`).
+/// `{error, {invalid, port_hold}}` for another atom.
 #[rustler::nif]
 fn readiness_port_hold(env: Env<'_>, rule: rustler::Atom) -> Term<'_> {
     let rule = if rule == atoms::any() {

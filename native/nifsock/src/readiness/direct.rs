@@ -59,7 +59,7 @@ pub fn set_rule(rule: Rule) {
 }
 
 /// The rule in force.
-pub fn rule() -> Rule {
+fn rule() -> Rule {
     if ANY.load(Ordering::Relaxed) {
         Rule::Any
     } else {
@@ -149,16 +149,9 @@ pub(super) fn served(obj: Obj<'_, Socket>, st: &mut State, key: u64) {
         return;
     }
     let Some(sh) = set::shared() else { return };
-    // Rule::Any is for active sockets: a passive one's reads after yields
-    // (core::yield_read) take its input while the port holds it, which the
-    // level-triggered pollset would report until the input went back.
-    let rule = if st.tcp.active == Active::Off {
-        Rule::Alone
-    } else {
-        rule()
-    };
     let (hits, promote) = promotion::count_hit(
-        rule,
+        rule(),
+        st.tcp.active != Active::Off,
         st.rd.hits,
         CROWD.with(Cell::get),
         usize::try_from(stats::PORT_READING.get()).unwrap_or(0),

@@ -19,8 +19,9 @@
 //!   pollset, so a scheduler polls it itself. (`pump`: a process
 //!   `enif_select`s the set's fd once per batch and drains it in a NIF call.)
 //! * **Hot sockets held by the port** (`direct`). A socket whose reads a
-//!   drain keeps serving (active deliveries, eager reads) has its fd `driver_select`ed by the readiness
-//!   port itself after 16 of them (`core::promotion`), and leaves the set for
+//!   drain keeps serving (active deliveries, eager reads) has its fd
+//!   `driver_select`ed by the readiness port itself after 16 of them
+//!   (`core::promotion`), and leaves the set for
 //!   input: once ERTS moved that fd into the scheduler
 //!   pollset, the scheduler's own `epoll_wait` names the socket and
 //!   `ready_input` reads it, with no `epoll_wait` of the set in between. Input

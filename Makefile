@@ -1,5 +1,5 @@
 # nifsock — the two commands: `make bench` (side-by-side comparison) and `make test`.
-.PHONY: all setup build test test-rust test-erlang test-readiness test-elixir test-valgrind test-otp lint bench bench-all-otp clean
+.PHONY: all setup build test test-rust test-erlang test-readiness test-elixir test-valgrind test-otp lint bench bench-deps bench-all-otp clean
 
 all: build
 
@@ -54,6 +54,12 @@ lint: build
 # ARGS="--workloads keepalive,pingpong16 --rounds 2".
 bench: build
 	$(if $(OTP),bash bench/on-otp $(OTP),bash) bench/run $(if $(FULL),--full,) $(ARGS)
+
+# The Cowboy workload's dependencies (Cowboy 2.12, Ranch 2.1, Cowlib 2.13) from
+# Hex, by the rebar3 profile `cowboy` (bench/deps; OTP=NN: that release's
+# build). `make bench` then runs the Cowboy workload too.
+bench-deps: build
+	$(if $(OTP),bash bench/on-otp $(OTP),bash) bench/deps
 
 # bench/run on OTP 25, 27 and 29 one after another, then each release's
 # section of bench/RESULTS.md (bench/all-otp; root, for the chroots).

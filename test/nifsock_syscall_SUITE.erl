@@ -16,7 +16,7 @@
          syscall_linger_owner_death_off_schedulers/1, syscall_linger_gc_off_schedulers/1,
          syscall_linger_inherited_by_accepted/1, syscall_idle_sockets_hold_no_buffer/1,
          syscall_exact_recv_one_binary/1, syscall_short_send_allocates_nothing/1,
-         syscall_blocking_recv_skips_eagain_read/1,
+         syscall_blocking_recv_skips_eagain_read/1, syscall_active_n_renewal_reads_nothing/1,
          syscall_keepalive_readiness_driver/1, syscall_blocked_writer_readiness_driver/1,
          syscall_close_leaves_epoll_by_itself/1]).
 %% run inside the peer node
@@ -41,7 +41,8 @@ all() ->
      syscall_linger_gc_off_schedulers, syscall_linger_inherited_by_accepted,
      syscall_idle_sockets_hold_no_buffer, syscall_exact_recv_one_binary,
      syscall_short_send_allocates_nothing,
-     syscall_blocking_recv_skips_eagain_read, syscall_keepalive_readiness_driver,
+     syscall_blocking_recv_skips_eagain_read, syscall_active_n_renewal_reads_nothing,
+     syscall_keepalive_readiness_driver,
      syscall_blocked_writer_readiness_driver, syscall_close_leaves_epoll_by_itself].
 
 init_per_suite(Config) ->
@@ -592,6 +593,84 @@ blocking_recv_counts(Yield) ->
     ok = gen_tcp:close(C),
     ok = nifsock:close(S),
     ok = nifsock:close(L).
+
+%% Ensures the renewal of an `{active, N}' count (setopts after the passive
+%% message) reads nothing when the count's last delivery emptied the receive
+%% queue and no bytes came since, as gen_tcp's renewal: request/response over
+%% `{active, 2}', 200 requests, one successful read each and no EAGAIN read
+%% (at most one, the first activation's, whose socket has no read yet; each
+%% of the 100 renewals read in vain before). Then bytes that arrive while the
+%% socket is passive are delivered at the next renewal.
+syscall_active_n_renewal_reads_nothing(_Config) ->
+    {ok, L} = nifsock_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    {ok, Port} = nifsock_tcp:port(L),
+    {ok, C} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {nodelay, true}]),
+    {ok, A} = nifsock_tcp:accept(L, 5000),
+    Rounds = 200,
+    N = 2,
+    Self = self(),
+    Server = spawn_link(fun() ->
+                                receive go -> ok end,
+                                ok = nifsock_tcp:setopts(A, [{active, N}]),
+                                Served = echo_active(A, N, Rounds),
+                                ok = nifsock_tcp:controlling_process(A, Self),
+                                Self ! {served, Served}
+                        end),
+    ok = nifsock_tcp:controlling_process(A, Server),
+    #{reads := R0, reads_eagain := E0} = nifsock:info(),
+    Server ! go,
+    ok = lists:foreach(fun(I) -> ok = gen_tcp:send(C, <<I:32>>),
+                                 {ok, <<I:32>>} = gen_tcp:recv(C, 4, 5000)
+                       end, lists:seq(1, Rounds)),
+    receive {served, Served} -> ok = Served after 5000 -> error(server_hung) end,
+    #{reads := R1, reads_eagain := E1} = nifsock:info(),
+    ct:log("{active, ~p}, ~p requests: ~p reads, ~p EAGAIN reads", [N, Rounds, R1 - R0, E1 - E0]),
+    ?assertEqual(Rounds, R1 - R0),
+    ?assert(E1 - E0 =< 1),
+    %% bytes that came while the socket was passive (its edge kept)
+    ok = nifsock_tcp:setopts(A, [{active, 1}]),
+    ok = gen_tcp:send(C, <<"a">>),
+    receive {nifsock, A, <<"a">>} -> ok after 5000 -> error(no_data) end,
+    receive {nifsock_passive, A} -> ok after 5000 -> error(no_passive) end,
+    ok = gen_tcp:send(C, <<"b">>),
+    timer:sleep(50),  % (if it comes later, its edge finds the renewed wait)
+    ok = nifsock_tcp:setopts(A, [{active, 1}]),
+    receive {nifsock, A, <<"b">>} -> ok after 5000 -> error(lost_while_passive) end,
+    receive {nifsock_passive, A} -> ok after 5000 -> error(no_passive) end,
+    %% deliveries whose reads fill their buffer leave bytes in the kernel: each
+    %% renewal reads again until all came (none is skipped for a full read)
+    Size = 1024 * 1024,
+    {Sender, SRef} = spawn_monitor(fun() -> exit(gen_tcp:send(C, binary:copy(<<"z">>, Size))) end),
+    ok = renew_until(A, Size),
+    receive {'DOWN', SRef, process, Sender, SWhy} -> ok = SWhy after 5000 -> error(sender_hung) end,
+    ok = gen_tcp:close(C),
+    ok = nifsock_tcp:close(A),
+    ok = nifsock_tcp:close(L).
+
+%% Echoes `Left' packets in `{active, N}', renewing the count at each
+%% passive message.
+echo_active(_A, _N, 0) ->
+    ok;
+echo_active(A, N, Left) ->
+    receive
+        {nifsock, A, Data} ->
+            ok = nifsock_tcp:send(A, Data),
+            echo_active(A, N, Left - 1);
+        {nifsock_passive, A} ->
+            ok = nifsock_tcp:setopts(A, [{active, N}]),
+            echo_active(A, N, Left)
+    after 5000 ->
+            {stuck, Left}
+    end.
+
+%% Renews `{active, 1}' after each delivery until `Left' bytes came.
+renew_until(_A, 0) ->
+    ok;
+renew_until(A, Left) ->
+    ok = nifsock_tcp:setopts(A, [{active, 1}]),
+    Data = receive {nifsock, A, D} -> D after 5000 -> error({stalled, Left}) end,
+    receive {nifsock_passive, A} -> ok after 5000 -> error(no_passive) end,
+    renew_until(A, Left - byte_size(Data)).
 
 wait_readable(_S, _N, 0) ->
     error(not_readable);

@@ -79,6 +79,14 @@ pub fn hup(st: &State) -> bool {
     st.rd.edge.hup()
 }
 
+/// No read edge kept and no hang-up (the socket's state `st` locked): bytes
+/// that came since the socket's last read made no edge, so none came (in the
+/// set an edge with nobody armed is kept; off it, a wait's enif_select
+/// reports bytes already there).
+pub fn nothing_new(st: &State) -> bool {
+    !st.rd.edge.kept() && !st.rd.edge.hup()
+}
+
 /// Disarms the current `dir` wait when it went through the set: Some(true)
 /// if it was still armed (so no message was sent for it), Some(false) if its
 /// message was sent; None when it did not (it was enif_select'ed: cancel

@@ -2,7 +2,7 @@
 //! per packet, tagged with the socket's `tags`, straight from the NIF), turning a socket active (an inline
 //! read first) or passive (`pause`, controlling_process's first step).
 
-use super::{close_ended, failed_read, frame, read_into, scratch_outcome, Read};
+use super::{close_ended, failed_read, frame, noted, read_into, scratch_outcome, Read};
 use crate::codec::args::Sock;
 use crate::codec::reply;
 use crate::codec::tcp::{self as codec, ActiveArg};
@@ -101,7 +101,10 @@ enum End {
     /// Closed meanwhile: nothing to do.
     Nothing,
     /// No longer active (or nothing more may come): stop waiting.
-    Done,
+    /// `drained`: its last read emptied the receive queue (a short read, no
+    /// hang-up), so no edge needs keeping for the next wait: bytes that come
+    /// later make their own.
+    Done { drained: bool },
     /// Wait for more; `more`: it stopped at its read bound, data may be left.
     Rearm { more: bool },
     /// The stream ended and `exit_on_close` closes the socket; the messages
@@ -135,23 +138,30 @@ impl Ending {
 }
 
 /// The delivery loop shared by the pump's NIF and a readiness drain; also
-/// returns the bytes it read.
-fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
+/// returns the bytes it read. `activated`: `setopts` just turned the socket
+/// active (not an edge or a select message): when the last read emptied the
+/// receive queue and no edge came since, there is nothing to read, and the
+/// delivery only frames what it holds and waits (gen_tcp's `{active, N}`
+/// renewal reads nothing either; without this, one EAGAIN read per renewal).
+fn deliver_in(via: &Via, obj: Obj<'_, Socket>, activated: bool) -> (End, usize) {
     let s = obj.get();
-    let (owner, mut opts, mut pending, hup) = {
+    let (owner, mut opts, mut pending, hup, idle) = {
         let mut st = s.lock();
         if st.phase != Phase::Open {
             return (End::Nothing, 0);
         }
         if st.tcp.active == Active::Off {
-            return (End::Done, 0);
+            return (End::Done { drained: false }, 0);
         }
+        // before `reads_follow`, which uses up a kept edge
+        let idle = activated && readiness::nothing_new(&st) && s.take_drained();
         readiness::reads_follow(&mut st);
         (
             st.owner,
             st.tcp,
             std::mem::take(&mut st.pending),
             readiness::hup(&st),
+            idle,
         )
     };
     let rcvbuf = s.rcvbuf();
@@ -159,7 +169,7 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
     let mut read_bytes = 0;
     let mut rearm = false;
     let mut more = false;
-    let mut drained = false;
+    let mut drained = idle;
     let mut ending = None;
     while opts.active != Active::Off {
         match frame(&opts, 0, &pending, rcvbuf) {
@@ -229,6 +239,10 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
             }
         }
     }
+    if idle && reads == 0 {
+        // nothing was read: the queue is as the last read left it
+        s.set_drained(true);
+    }
     {
         let mut st = s.lock();
         st.pending = pending;
@@ -248,10 +262,10 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>) -> (End, usize) {
         },
         Some(ending) => {
             ending.send(via, obj, &owner, &opts);
-            End::Done
+            End::Done { drained: false }
         }
         None if rearm => End::Rearm { more },
-        None => End::Done,
+        None => End::Done { drained },
     };
     (end, read_bytes)
 }
@@ -317,7 +331,8 @@ fn read_raw(
         });
         scratch_outcome(r, rcvbuf)
     });
-    r.unwrap_or((Read::Failed(libc::EBADF), 0))
+    let (r, n) = r.unwrap_or((Read::Failed(libc::EBADF), 0));
+    (noted(s, r), n)
 }
 
 /// The streaming read of [`read_raw`] in a drain on the readiness port:
@@ -369,9 +384,14 @@ const BYTES_PER_SLICE_PERCENT: usize = 16 * 1024;
 /// select for `pump` when more may come. Called by the pump on readiness and
 /// by `set_active` when a socket turns active.
 pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) {
+    deliver_as(env, sock, pump, false);
+}
+
+/// [`deliver`]; `activated`: called by `set_active` (see [`deliver_in`]).
+fn deliver_as<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid, activated: bool) {
     let _serial = sock.s.delivery_lock();
     let via = Via::Nif(env, sock.term);
-    let (end, read_bytes) = deliver_in(&via, sock.obj);
+    let (end, read_bytes) = deliver_in(&via, sock.obj, activated);
     let percent = (read_bytes / BYTES_PER_SLICE_PERCENT).min(100);
     if percent > 0 {
         // true means the slice is used up: the pump is scheduled out once
@@ -380,8 +400,10 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) {
     }
     match end {
         End::Nothing => {}
-        End::Done => {
-            readiness::keep_ready(sock.obj);
+        End::Done { drained } => {
+            if !drained {
+                readiness::keep_ready(sock.obj);
+            }
             lifecycle::done(env, sock.obj, Dir::Read, pump)
         }
         End::Close {
@@ -417,11 +439,13 @@ pub fn deliver_from_drain(
     let _serial = obj.get().delivery_lock();
     let ctx = lifecycle::Ctx::Callback(out.caller_env());
     let via = Via::Drain(out, key);
-    let (end, read_bytes) = deliver_in(&via, obj);
+    let (end, read_bytes) = deliver_in(&via, obj, false);
     match end {
         End::Nothing => {}
-        End::Done => {
-            readiness::keep_ready(obj);
+        End::Done { drained } => {
+            if !drained {
+                readiness::keep_ready(obj);
+            }
             lifecycle::done_ctx(ctx, obj, Dir::Read, pump)
         }
         End::Close {
@@ -499,7 +523,7 @@ pub fn set_active<'a>(
     };
     drop(serial);
     if now != Active::Off {
-        deliver(env, sock, pump);
+        deliver_as(env, sock, pump, true);
     }
     Ok(())
 }

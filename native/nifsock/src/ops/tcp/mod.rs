@@ -41,7 +41,16 @@ fn read_into(s: &Socket, pending: &mut Vec<u8>, rcvbuf: usize) -> Read {
         let r = scratch_read::recv(s, fd, rcvbuf, 0, |got| pending.extend_from_slice(got));
         scratch_outcome(r, rcvbuf).0
     });
-    r.unwrap_or(Read::Failed(libc::EBADF))
+    noted(s, r.unwrap_or(Read::Failed(libc::EBADF)))
+}
+
+/// Marks on the socket whether read `r` left the receive queue empty (a
+/// short read or EAGAIN: `Socket::set_drained`), which lets the next wait
+/// skip its read; every read of this module's deliveries and receives goes
+/// through here, so the mark never outlives a read that left bytes behind.
+fn noted(s: &Socket, r: Read) -> Read {
+    s.set_drained(matches!(r, Read::Got(true) | Read::WouldBlock));
+    r
 }
 
 /// What a scratch read of up to `rcvbuf` bytes means for a delivery, with

@@ -30,6 +30,9 @@
 -define(REQ, <<"GET / HTTP/1.0\r\n\r\n">>).
 -define(REPLY, <<"HTTP/1.0 200 OK\r\nContent-Length: 2\r\n\r\nok">>).
 -define(BW_ROUNDS, 200).
+%% epoll_ctl calls one move of a socket's input to the port, or back, may make
+%% (syscall_keepalive_readiness_driver)
+-define(HOLD_CALLS, 15).
 -define(BW_CHUNK, 65536).  % far more than the two small socket buffers hold
 
 suite() -> [{timetrap, {minutes, 5}}].
@@ -691,14 +694,24 @@ syscall_keepalive_readiness_driver(Config) ->
     [begin
          %% recv_yield off: every passive wait is a wait (core::yield_read)
          {Select, _} = keepalive_counts(Config, Kind, select, false),
-         {Driver, #{set_leaves := 0}} = keepalive_counts(Config, Kind, driver, false),
+         {Driver, #{set_leaves := 0, port_holds := Holds, port_returns := Returns}} =
+             keepalive_counts(Config, Kind, driver, false),
          Per = fun(Name, C) -> calls(Name, C) / Reqs end,
          ct:pal("~p, ~p requests: epoll_ctl/req select ~.3f driver ~.3f~n"
                 "select: ~p~ndriver: ~p",
                 [Kind, Reqs, Per(epoll_ctl, Select), Per(epoll_ctl, Driver), Select, Driver]),
          %% the count tells the paths apart: one re-arm per wait on select
          ?assert(calls(epoll_ctl, Select) >= 0.9 * Reqs),
-         ?assert(calls(epoll_ctl, Driver) =< 0.05 * Reqs),
+         %% A socket served alone in its batch 16 times moves to the port
+         %% (core::promotion; at most 16 held under the default `alone'), which
+         %% the counted requests may see when a slow (loaded) run leaves its
+         %% batches small: a one-off ?HOLD_CALLS epoll_ctl per hold or return
+         %% (ERTS re-arms the fd in its poll thread's ONESHOT pollset until it
+         %% moves to the scheduler pollset, and the set drops or takes it back),
+         %% counted apart from the 0.05 per request of the steady state (a
+         %% loaded CI pass counted 225 for 16 holds in 3,200 requests).
+         ?assert(Holds =< 16),
+         ?assert(calls(epoll_ctl, Driver) =< 0.05 * Reqs + ?HOLD_CALLS * (Holds + Returns)),
          %% one read per request; the peer's distribution link (inet_drv)
          %% adds a few reads of its own
          ?assert(ok_calls(recvfrom, Driver) >= Reqs andalso
@@ -719,12 +732,13 @@ syscall_keepalive_readiness_driver(Config) ->
     %% (up to 15 of a connection's first run may fall in its warm-up). In a
     %% steady state leaves cost at most 2 / 49 calls per request, however
     %% the traffic is timed (the unit tests in core::yield_read).
-    {Yield, #{read_yields := Yields, set_leaves := Leaves}} =
+    {Yield, #{read_yields := Yields, set_leaves := Leaves, port_holds := YHolds,
+              port_returns := YReturns}} =
         keepalive_counts(Config, passive, driver, true),
     ct:pal("passive, yields on, ~p requests, ~p yields, ~p set leaves: ~p",
            [Reqs, Yields, Leaves, Yield]),
     ?assert(Leaves * 16 =< Yields + 15 * ?KA_CONNS),
-    ?assert(calls(epoll_ctl, Yield) =< 0.05 * Reqs + 2 * Leaves),
+    ?assert(calls(epoll_ctl, Yield) =< 0.05 * Reqs + 2 * Leaves + ?HOLD_CALLS * (YHolds + YReturns)),
     ?assert(ok_calls(recvfrom, Yield) >= Reqs andalso ok_calls(recvfrom, Yield) =< Reqs + 16),
     %% (a loaded CI pass counted 528 EAGAIN reads in 1894 yields)
     ?assert(errors(recvfrom, Yield) =< Yields + 16),
@@ -760,7 +774,8 @@ keepalive_counts(Config, Kind, Readiness, Yield) ->
             maps:get(port_held, Before), maps:get(port_held, After),
             delta(read_yields, Before, After), delta(set_leaves, Before, After)]),
     peer:stop(Peer),
-    {Counts, maps:from_list([{K, delta(K, Before, After)} || K <- [read_yields, set_leaves]])}.
+    {Counts, maps:from_list([{K, delta(K, Before, After)}
+                             || K <- [read_yields, set_leaves, port_holds, port_returns]])}.
 
 ka_client(Parent, Port) ->
     {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {nodelay, true}]),

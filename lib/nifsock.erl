@@ -299,7 +299,8 @@ send(S, Data, ?SELECT_INFO(_, _) = Cont) ->
 send(S, Data, Timeout) ->
     send(S, Data, [], Timeout).
 
-%% @doc Sends iodata with one sendmsg over its binaries (no flattening copy).
+%% @doc Sends iodata with one sendmsg over its binaries (no flattening copy;
+%% one binary, or bytes copied together: one send).
 %% A partial send returns the rest: `{select, {SelectInfo, Rest}}' with
 %% `nowait', `{error, {timeout, Rest}}' when the time runs out. `Rest' is a
 %% binary (a sub-binary) when one binary is left, as when `Data' is one

@@ -180,7 +180,7 @@ defmodule Nifsock do
   # ------------------------------------------------------------------
   # Sending
 
-  @doc "Sends iodata with one `sendmsg` over its binaries (no flattening copy)."
+  @doc "Sends iodata with one `sendmsg` over its binaries (no flattening copy; one `send` for a single piece)."
   @spec send(socket(), iodata()) :: :ok | {:error, reason() | {reason(), iodata()}}
   defdelegate send(socket, data), to: :nifsock
 

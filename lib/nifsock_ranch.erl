@@ -314,7 +314,8 @@ consume(Socket, N) ->
     end.
 
 
-%% @doc Sends iodata (no flattening: one sendmsg over its binaries).
+%% @doc Sends iodata (no flattening: one sendmsg over its binaries, one send
+%% for a single piece).
 -spec send(socket(), iodata()) -> ok | {error, atom()}.
 send(Socket, Data) ->
     nifsock_tcp:send(Socket, Data).

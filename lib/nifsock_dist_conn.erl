@@ -6,7 +6,8 @@
 %% `dist_data' (`erlang:dist_ctrl_get_data_notification/1'), takes what the VM
 %% has queued with `erlang:dist_ctrl_get_data/1' (up to ?BATCH_BYTES at a
 %% time), puts a 4-byte length in front of each packet and writes the lot with
-%% one nifsock send: one sendmsg over the VM's own binaries, no flattening.
+%% one nifsock send: one sendmsg over the VM's own binaries, no flattening (a
+%% tick, a lone header, goes out with one send).
 %% It is the only writer of the socket: a tick (an empty packet) is a message
 %% to it, so a tick never lands in the middle of a partly written packet. Its
 %% sends don't block: while the socket is full it waits for the select

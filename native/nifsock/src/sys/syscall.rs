@@ -5,10 +5,10 @@
 //! socket2 (`SockRef`) and nix make the calls they wrap, with the same
 //! arguments as before they did: socket with SOCK_NONBLOCK | SOCK_CLOEXEC,
 //! accept4 without an address, recv, sendmsg/send with MSG_NOSIGNAL OR-ed in
-//! here (send for a vector of one entry), bind, listen, connect, shutdown, getsockname/getpeername,
-//! F_DUPFD_CLOEXEC, F_GETFL/F_SETFL, sendfile, close. Hand-written: raw
-//! `setsockopt`/`getsockopt` by level and name (both crates only have typed
-//! options), and the macOS fallbacks (untested here).
+//! here (send for a vector of one entry), bind, listen, connect, shutdown,
+//! getsockname/getpeername, F_DUPFD_CLOEXEC, F_GETFL/F_SETFL, sendfile, close.
+//! Hand-written: raw `setsockopt`/`getsockopt` by level and name (both crates
+//! only have typed options), and the macOS fallbacks (untested here).
 //!
 //! Every fd passed in is open for the call: the caller owns it or holds the
 //! socket's fd cell, which is what borrowing it as a `BorrowedFd` needs.

@@ -197,11 +197,12 @@ header(Cfg) ->
                    [maps:get(rounds, Cfg), maps:get(syscall_rounds, Cfg),
                     lists:join(" ", [atom_to_list(B) || B <- maps:get(backends, Cfg)])]),
      io_lib:format("- churn/keepalive: wrk -t 1 -c ~b -d ~bs (churn with `Connection: close`), ~b acceptors; "
-                   "pingpong: 100 B, ~b ms, ~s; bulk: ~b MiB in 64 KiB writes; idle: ~b conns; "
+                   "pingpong: 100 B, x1 ~b ms, x16 ~b ms, ~s; bulk: ~b MiB in 64 KiB writes; idle: ~b conns; "
                    "syscalls: ~b conns under `strace -f -c`; load client backend: `~p`; "
                    "net.ipv4.tcp_tw_reuse=~s (not changed)\n",
                    [maps:get(wrk_conns, Cfg), maps:get(http_secs, Cfg), maps:get(acceptors, Cfg),
-                    maps:get(pp_ms, Cfg), pp_client_text(maps:get(pp_client, Cfg, beam)),
+                    maps:get(pp1_ms, Cfg, maps:get(pp_ms, Cfg)), maps:get(pp_ms, Cfg),
+                    pp_client_text(maps:get(pp_client, Cfg, beam)),
                     maps:get(bulk_mib, Cfg), maps:get(idle_conns, Cfg),
                     maps:get(syscall_conns, Cfg), maps:get(client, Cfg), maps:get(tw_reuse, M)]),
      Skipped,

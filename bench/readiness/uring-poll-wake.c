@@ -36,7 +36,6 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #ifndef IORING_SETUP_COOP_TASKRUN
@@ -54,7 +53,6 @@
 
 struct run {
     unsigned flags;
-    const char *name;
     struct io_uring ring;
     int pair[2];
     int setup_error;
@@ -128,7 +126,6 @@ static void probe(unsigned flags, const char *name)
     struct run r;
     memset(&r, 0, sizeof r);
     r.flags = flags;
-    r.name = name;
     tcp_pair(r.pair);
     pthread_t t;
     pthread_create(&t, NULL, submitter, &r);

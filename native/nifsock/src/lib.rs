@@ -90,6 +90,7 @@ fn start(env: Env) -> bool {
         ops::recv::take_from_drain,
         lifecycle::close_released,
     ) && ops::dist::install()
+        && stats::init()
         && sys::resource::register_set(env)
         && sys::resource::register::<socket::Socket>(env)
 }

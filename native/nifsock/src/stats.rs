@@ -1,15 +1,99 @@
-//! Process-wide atomic counters, returned by `nifsock:info/0`, so users can see
+//! Process-wide counters, returned by `nifsock:info/0`, so users can see
 //! the mechanisms at work in production.
 //!
-//! The values live in the block `sys::carry` shares between library
-//! generations, so an upgrade keeps them (and the old library's closer thread
-//! still counts into the same `fds`); each name below is a slot index.
+//! Each thread that counts has its own block of slots ([`Shard`]), which only
+//! it writes (a plain load and store, no locked instruction): one shared block
+//! bumped by every scheduler on every read and write is a cache line that
+//! moves between the cores at each bump (with two threads bumping two slots of
+//! the one block, 75 ns per pair on this 2-core VM, against 8.7 ns for atomic
+//! adds to a line per thread and 0.5 ns for a load and store). A value is the
+//! sum of every thread's block, read when `info/0` asks. The blocks live as
+//! long as the VM (a thread's block outlives it: its counts stay in the sums)
+//! and are listed in a value of the block `sys::carry` shares between library
+//! generations, so an upgrade keeps them and both copies count into one sum.
+//! Gauges go up on one thread and down on another: each block holds its
+//! thread's net change (two's complement), and the sum is the gauge.
+//! The slots of `sys::carry`'s own block still count what comes before the
+//! list exists (nothing does: `init` runs at load) and what a copy of the
+//! library without blocks counts after an upgrade; the sums include them.
 
-use std::sync::atomic::Ordering;
+use std::cell::Cell;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use crate::sys::carry;
 
-/// One counter (a slot of the shared block).
+/// One thread's slots.
+struct Shard([AtomicU64; carry::SLOTS]);
+
+/// Every thread's block (never freed: see the module doc).
+#[derive(Default)]
+struct Shards(Mutex<Vec<&'static Shard>>);
+
+static SHARDS: carry::Named<Shards> = carry::Named::new("stats::Shards");
+
+thread_local! {
+    /// This thread's block, once it counted (per library copy).
+    static MINE: Cell<Option<&'static Shard>> = const { Cell::new(None) };
+}
+
+/// Makes (or finds the old copy's) list of blocks; from load/upgrade.
+pub fn init() -> bool {
+    carry::init_shared(&SHARDS)
+}
+
+/// Makes this thread's block and lists it (None before [`init`]).
+fn new_shard() -> Option<&'static Shard> {
+    let list = carry::shared(&SHARDS)?;
+    let shard: &'static Shard =
+        Box::leak(Box::new(Shard([const { AtomicU64::new(0) }; carry::SLOTS])));
+    list.0.lock().unwrap_or_else(|e| e.into_inner()).push(shard);
+    Some(shard)
+}
+
+/// Adds `n` (wrapping) to slot `i` of this thread's block, or of the shared
+/// block when this thread has none.
+fn bump(i: usize, n: u64) {
+    let mine = MINE
+        .try_with(|m| {
+            m.get().or_else(|| {
+                let made = new_shard();
+                m.set(made);
+                made
+            })
+        })
+        .ok()
+        .flatten();
+    let slot = match mine {
+        Some(shard) => shard.0.get(i),
+        None => {
+            if let Some(c) = carry::counter(i) {
+                c.fetch_add(n, Ordering::Relaxed);
+            }
+            return;
+        }
+    };
+    if let Some(c) = slot {
+        // Only this thread writes its block: no locked instruction needed.
+        c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+    }
+}
+
+/// Slot `i` summed over the shared block and every thread's block.
+fn sum(i: usize) -> u64 {
+    let mut total = carry::counter(i).map_or(0, |c| c.load(Ordering::Relaxed));
+    if let Some(list) = carry::shared(&SHARDS) {
+        let list = list.0.lock().unwrap_or_else(|e| e.into_inner());
+        for shard in list.iter() {
+            if let Some(c) = shard.0.get(i) {
+                total = total.wrapping_add(c.load(Ordering::Relaxed));
+            }
+        }
+    }
+    total
+}
+
+/// One counter (a slot of every block).
 pub struct Counter(usize);
 
 impl Counter {
@@ -19,9 +103,7 @@ impl Counter {
     }
     /// Adds `n`.
     pub fn add(&self, n: u64) {
-        if let Some(c) = carry::counter(self.0) {
-            c.fetch_add(n, Ordering::Relaxed);
-        }
+        bump(self.0, n);
     }
     /// Adds one.
     pub fn incr(&self) {
@@ -29,11 +111,11 @@ impl Counter {
     }
     /// The current value.
     pub fn get(&self) -> u64 {
-        carry::counter(self.0).map_or(0, |c| c.load(Ordering::Relaxed))
+        sum(self.0)
     }
 }
 
-/// A gauge that goes up and down (a slot of the shared block, two's complement).
+/// A gauge that goes up and down (a slot of every block, two's complement).
 pub struct Gauge(usize);
 
 impl Gauge {
@@ -43,19 +125,15 @@ impl Gauge {
     }
     /// +1.
     pub fn up(&self) {
-        if let Some(c) = carry::counter(self.0) {
-            c.fetch_add(1, Ordering::Relaxed);
-        }
+        bump(self.0, 1);
     }
     /// -1.
     pub fn down(&self) {
-        if let Some(c) = carry::counter(self.0) {
-            c.fetch_sub(1, Ordering::Relaxed);
-        }
+        bump(self.0, u64::MAX);
     }
     /// The current value.
     pub fn get(&self) -> i64 {
-        carry::counter(self.0).map_or(0, |c| c.load(Ordering::Relaxed) as i64)
+        sum(self.0) as i64
     }
 }
 

@@ -16,6 +16,9 @@
 //! The slots of `sys::carry`'s own block still count what comes before the
 //! list exists (nothing does: `init` runs at load) and what a copy of the
 //! library without blocks counts after an upgrade; the sums include them.
+//! A gauge the library reads on a hot path ([`SharedGauge`]: the port's fds
+//! held for input, which a drain reads at every read it serves) stays one
+//! slot of that shared block: it changes seldom, and reading it must be cheap.
 
 use std::cell::Cell;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -64,18 +67,21 @@ fn bump(i: usize, n: u64) {
         })
         .ok()
         .flatten();
-    let slot = match mine {
-        Some(shard) => shard.0.get(i),
-        None => {
-            if let Some(c) = carry::counter(i) {
-                c.fetch_add(n, Ordering::Relaxed);
-            }
-            return;
-        }
-    };
-    if let Some(c) = slot {
+    match mine {
         // Only this thread writes its block: no locked instruction needed.
-        c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+        Some(shard) => {
+            if let Some(c) = shard.0.get(i) {
+                c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+            }
+        }
+        None => bump_shared(i, n),
+    }
+}
+
+/// Adds `n` (wrapping) to slot `i` of the shared block.
+fn bump_shared(i: usize, n: u64) {
+    if let Some(c) = carry::counter(i) {
+        c.fetch_add(n, Ordering::Relaxed);
     }
 }
 
@@ -137,6 +143,30 @@ impl Gauge {
     }
 }
 
+/// A gauge the library itself reads where speed matters (a drain's decision),
+/// which changes seldom: one slot of the shared block, so reading it is one
+/// atomic load, not a sum over every thread's block under a lock.
+pub struct SharedGauge(usize);
+
+impl SharedGauge {
+    const fn new(slot: usize) -> Self {
+        assert!(slot < carry::SLOTS);
+        SharedGauge(slot)
+    }
+    /// +1.
+    pub fn up(&self) {
+        bump_shared(self.0, 1);
+    }
+    /// -1.
+    pub fn down(&self) {
+        bump_shared(self.0, u64::MAX);
+    }
+    /// The current value.
+    pub fn get(&self) -> i64 {
+        carry::counter(self.0).map_or(0, |c| c.load(Ordering::Relaxed) as i64)
+    }
+}
+
 /// Sockets whose resource object exists.
 pub static SOCKETS: Gauge = Gauge::new(0);
 /// File descriptors nifsock owns and has not closed yet.
@@ -187,8 +217,9 @@ pub static PORT_HOLDS: Counter = Counter::new(20);
 pub static PORT_RETURNS: Counter = Counter::new(21);
 /// Socket fds the readiness port holds now (until ERTS's `stop_select`).
 pub static PORT_HELD: Gauge = Gauge::new(22);
-/// Of those, the fds it holds for input now (not given back to the set).
-pub static PORT_READING: Gauge = Gauge::new(23);
+/// Of those, the fds it holds for input now (not given back to the set);
+/// read by every drain that serves a read (`readiness::direct`'s cap).
+pub static PORT_READING: SharedGauge = SharedGauge::new(23);
 /// Blocking recv(S, 0) calls that found the queue drained by their last
 /// read and yielded to read after other processes ran (`core::yield_read`).
 pub static READ_YIELDS: Counter = Counter::new(24);

@@ -17,9 +17,10 @@
 //! multi-threaded process (the VM always is) each call switches the thread's
 //! cancel type on and off around the system call, two atomic
 //! compare-and-swaps. No fd of nifsock's ever blocks and ERTS never cancels
-//! its threads, so nothing is lost; measured on this machine, 20 ns less per
-//! call (an EAGAIN recv: 142-151 against 122-128 ns; a send and a recv on a
-//! socket pair: 569-581 against 523-538 ns). Elsewhere nix and socket2 make them.
+//! its threads, so nothing is lost. Measured on this machine
+//! (`bench/profile/cancel-wrappers.c`): 20-30 ns less per call (an EAGAIN
+//! recv: 142-151 against 122-128 ns; a send and a recv on a socket pair:
+//! 569-581 against 523-538 ns). Elsewhere nix and socket2 make them.
 //!
 //! Every fd passed in is open for the call: the caller owns it or holds the
 //! socket's fd cell, which is what borrowing it as a `BorrowedFd` needs.
@@ -146,7 +147,8 @@ pub fn connect(fd: RawFd, addr: &SockAddr) -> SysResult<()> {
 pub fn recv(fd: RawFd, buf: &mut [u8], flags: i32) -> SysResult<usize> {
     // SAFETY: buf is valid for writes of buf.len() bytes for the call; fd is
     // open (module contract); recvfrom(2) takes NULL for the address and its
-    // length. Every argument is passed as a full c_long (see `raw`).
+    // length. Integers go as full c_longs: syscall(2) reads every variadic
+    // argument as a long.
     raw(unsafe {
         libc::syscall(
             libc::SYS_recvfrom,

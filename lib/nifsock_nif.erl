@@ -14,7 +14,7 @@
          tcp_flush/3, tcp_pause/1, tcp_move/2, tcp_tags/1, tcp_peername/1,
          tcp_sockname/1,
          readiness_pump/1, readiness_pump_drain/0, readiness_port_hold/1, dist_attach/2,
-         recv_yield/1]).
+         recv_yield/1, reply_yield/1, tcp_read_after_yield/2]).
 
 -nifs([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
        recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
@@ -26,7 +26,7 @@
          tcp_flush/3, tcp_pause/1, tcp_move/2, tcp_tags/1, tcp_peername/1,
          tcp_sockname/1,
          readiness_pump/1, readiness_pump_drain/0, readiness_port_hold/1, dist_attach/2,
-         recv_yield/1]).
+         recv_yield/1, reply_yield/1, tcp_read_after_yield/2]).
 
 -on_load(load/0).
 
@@ -52,6 +52,10 @@ load() ->
             %% (application env `recv_yield', default true; see nifsock:recv/4).
             _ = application:load(nifsock),
             ok = recv_yield(application:get_env(nifsock, recv_yield, true) =/= false),
+            %% An active socket's owner may yield after its reply and read
+            %% the next request itself (application env `reply_yield',
+            %% default false; see nifsock_tcp:send/2).
+            ok = reply_yield(application:get_env(nifsock, reply_yield, false) =:= true),
             %% Which hot sockets the readiness port holds (application env
             %% `port_hold', default `alone': nifsock_readiness:port_hold/0).
             ok = readiness_port_hold(nifsock_readiness:port_hold()),
@@ -213,12 +217,12 @@ tcp_peername(_S) -> erlang:nif_error(nif_not_loaded).
 tcp_sockname(_S) -> erlang:nif_error(nif_not_loaded).
 
 -spec tcp_send(sock(), iodata(), term()) ->
-          ok | {select, non_neg_integer(), non_neg_integer() | infinity} |
+          ok | yield | {select, non_neg_integer(), non_neg_integer() | infinity} |
           {raw | line | 1 | 2 | 4, non_neg_integer() | infinity, boolean()} | {error, term()}.
 tcp_send(_S, _IOV, _Handle) -> erlang:nif_error(nif_not_loaded).
 
 -spec tcp_send_flat(sock(), iodata(), term()) ->
-          ok | {select, non_neg_integer(), non_neg_integer() | infinity} |
+          ok | yield | {select, non_neg_integer(), non_neg_integer() | infinity} |
           {raw | line | 1 | 2 | 4, non_neg_integer() | infinity, boolean()} | {error, term()}.
 tcp_send_flat(_S, _Data, _Handle) -> erlang:nif_error(nif_not_loaded).
 
@@ -237,6 +241,12 @@ readiness_pump(_On) -> erlang:nif_error(nif_not_loaded).
 
 -spec recv_yield(boolean()) -> ok.
 recv_yield(_On) -> erlang:nif_error(nif_not_loaded).
+
+-spec reply_yield(boolean()) -> ok.
+reply_yield(_On) -> erlang:nif_error(nif_not_loaded).
+
+-spec tcp_read_after_yield(sock(), boolean()) -> ok.
+tcp_read_after_yield(_S, _OnHeap) -> erlang:nif_error(nif_not_loaded).
 
 -spec readiness_port_hold(alone | any) -> ok | {error, {invalid, port_hold}}.
 readiness_port_hold(_Rule) -> erlang:nif_error(nif_not_loaded).

@@ -258,6 +258,12 @@ ok({error, _} = E) -> throw(E).
 %% `send_pend'). With `{send_timeout_close, true}' the timeout closes the
 %% socket instead. A connection reset is `{error, closed}', or `{error,
 %% econnreset}' with `{show_econnreset, true}'.
+%%
+%% With the application env `reply_yield' set to `true' (off by default), on
+%% an active socket the owner's first send after data was delivered to it
+%% (once the connection has gone request, reply, request) may yield before it
+%% returns and then read the peer's next bytes, which arrive as the usual
+%% `{nifsock, S, Data}' message (see the README's "How it is built").
 -spec send(socket(), iodata()) -> ok | {error, term()}.
 send(S, Data) when is_binary(Data) ->
     %% One NIF call in the common case; tcp_send/3 sends nothing and answers
@@ -267,6 +273,7 @@ send(S, Data) when is_binary(Data) ->
     IOV = [Data],
     case nifsock_nif:tcp_send(S, IOV, H) of
         ok -> ok;
+        yield -> read_after_yield(S);
         {select, N, Timeout} -> send_waited(S, Data, N, H, deadline(Timeout));
         {error, {Reason, N}} when is_integer(N) -> send_error(S, Reason);
         {error, _} = Error -> sent(S, IOV, Error);
@@ -286,6 +293,7 @@ send(S, Data) when is_list(Data) ->
            end,
     case Sent of
         ok -> ok;
+        yield -> read_after_yield(S);
         {select, N, Timeout} -> send_waited(S, Data, N, H, deadline(Timeout));
         {error, {Reason, N}} when is_integer(N) -> send_error(S, Reason);
         {error, _} = Error -> sent(S, Data, Error);
@@ -294,6 +302,24 @@ send(S, Data) when is_list(Data) ->
 send(S, Data) ->
     {Packet, Timeout, Queued} = nifsock_nif:tcp_send_info(S),
     send(S, Data, Packet, Timeout, Queued).
+
+%% The send was the owner's reply to data delivered to it (an active
+%% socket): after the other runnable processes ran, the peer's next request is
+%% usually there, and one read in this call delivers it (`{nifsock, S, Data}'
+%% in the owner's mailbox as the readiness drain would have sent it, with no
+%% drain and no message from the readiness port). Application env
+%% `reply_yield' (default false) turns this on. Only for an owner whose
+%% messages are on its heap: with `off_heap', ERTS may buffer this process's
+%% messages to itself and the readiness port's apart and hand them over in
+%% the buffers' order, not the order sent (the socket then yields no more).
+read_after_yield(S) ->
+    case erlang:process_info(self(), message_queue_data) of
+        {message_queue_data, on_heap} ->
+            erlang:yield(),
+            nifsock_nif:tcp_read_after_yield(S, true);
+        _ ->
+            nifsock_nif:tcp_read_after_yield(S, false)
+    end.
 
 send(S, Data, Packet, Timeout, Queued) ->
     IOV = case Packet of

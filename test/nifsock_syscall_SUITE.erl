@@ -757,6 +757,21 @@ syscall_keepalive_readiness_driver(Config) ->
     %% (a loaded CI pass counted 528 EAGAIN reads in 1894 yields)
     ?assert(errors(recvfrom, Yield) =< Yields + 16),
     ?assertEqual(Reqs, sends(Yield)),
+    %% nifsock_tcp {active, N} with `reply_yield' on (off by default; the
+    %% peer above had it as `recv_yield'): the owner's reply yields and
+    %% reads the next request itself (ops::tcp::active::reply_sent). Its
+    %% socket stays in the set (no leaves), so the epoll_ctl bound is the
+    %% steady state's; a read after a yield that finds nothing is one EAGAIN
+    %% recvfrom.
+    {Reply, #{reply_yields := RYields, set_leaves := 0, port_holds := RHolds,
+              port_returns := RReturns}} =
+        keepalive_counts(Config, active_n, driver, true),
+    ct:pal("active_n, yields on, ~p requests, ~p reply yields: ~p", [Reqs, RYields, Reply]),
+    ?assert(RYields > 0),
+    ?assert(calls(epoll_ctl, Reply) =< 0.05 * Reqs + ?HOLD_CALLS * (RHolds + RReturns)),
+    ?assert(ok_calls(recvfrom, Reply) >= Reqs andalso ok_calls(recvfrom, Reply) =< Reqs + 16),
+    ?assert(errors(recvfrom, Reply) =< RYields + 16),
+    ?assertEqual(Reqs, sends(Reply)),
     ok.
 
 %% Counts the system calls of a peer serving ?KA_REQS keep-alive requests on
@@ -768,7 +783,8 @@ syscall_keepalive_readiness_driver(Config) ->
 %% with an epoll_ctl re-arm: the log shows port_holds). Returns the counts
 %% and the deltas of nifsock:info()'s read_yields and set_leaves.
 keepalive_counts(Config, Kind, Readiness, Yield) ->
-    {Peer, Node} = readiness_peer(Readiness, ["-nifsock", "recv_yield", atom_to_list(Yield)]),
+    {Peer, Node} = readiness_peer(Readiness, ["-nifsock", "recv_yield", atom_to_list(Yield),
+                                              "-nifsock", "reply_yield", atom_to_list(Yield)]),
     Self = self(),
     _ = spawn(Node, ?MODULE, ka_acceptor, [Kind, Self, undefined]),
     Port = receive {port, P} -> P after 10000 -> exit(no_port) end,
@@ -789,7 +805,8 @@ keepalive_counts(Config, Kind, Readiness, Yield) ->
             delta(read_yields, Before, After), delta(set_leaves, Before, After)]),
     peer:stop(Peer),
     {Counts, maps:from_list([{K, delta(K, Before, After)}
-                             || K <- [read_yields, set_leaves, port_holds, port_returns]])}.
+                             || K <- [read_yields, set_leaves, port_holds, port_returns,
+                                      reply_yields]])}.
 
 ka_client(Parent, Port) ->
     {ok, S} = gen_tcp:connect({127, 0, 0, 1}, Port, [binary, {active, false}, {nodelay, true}]),

@@ -24,6 +24,10 @@
          init_per_group/2, end_per_group/2, init_per_testcase/2, end_per_testcase/2]).
 
 -export([tcp_listen_accept_connect_ip/1,
+         tcp_active_reply_echo_in_order/1,
+         tcp_reply_yield_then_passive_recv_elsewhere/1,
+         tcp_reply_yield_then_close/1,
+         tcp_reply_yield_off_heap_owner/1,
          tcp_local_names/1,
          tcp_connect_hostname/1,
          tcp_connect_inet6/1,
@@ -182,6 +186,10 @@ cases() ->
      tcp_active_negative_total_passive,
      tcp_active_n_out_of_range,
      tcp_active_messages_one_sender,
+     tcp_active_reply_echo_in_order,
+     tcp_reply_yield_then_passive_recv_elsewhere,
+     tcp_reply_yield_then_close,
+     tcp_reply_yield_off_heap_owner,
      tcp_packet_send_header,
      tcp_packet_recv_split_passive,
      tcp_packet_recv_split_active,
@@ -790,6 +798,198 @@ tcp_active_messages_one_sender(Config) ->
             _ = (catch erlang:trace(Sender, false, [send])),
             {Got, Got} = {Got, Traced},
             M:close(S)
+    end.
+
+%% An active echo whose owner replies to each message it gets (on nifsock's
+%% readiness set the reply's send yields and the owner reads the peer's next
+%% bytes itself): the peer writes 400 numbered records, two at a time with
+%% no wait and the rest as each echo comes back, under {active, 5} renewed
+%% at each passive message and under {active, true}; every byte reaches the
+%% owner once and in order, and comes back so. With `reply_yield' on, on the
+%% readiness set the replies yielded (nifsock:info/0's reply_yields); with
+%% it off (the default) none did.
+tcp_active_reply_echo_in_order(Config) ->
+    %% off by default: no reply yields
+    Yields0 = reply_yields(),
+    echo_run(Config, 5, [], 100),
+    0 = reply_yields() - Yields0,
+    with_reply_yield(fun() -> tcp_active_reply_echo_in_order_(Config) end).
+
+tcp_active_reply_echo_in_order_(Config) ->
+    M = mod(Config),
+    Yields0 = reply_yields(),
+    [echo_run(Config, Mode, [], 400) || Mode <- [5, true]],
+    Yields = reply_yields() - Yields0,
+    case M =:= nifsock_tcp andalso nifsock_readiness:mode() =/= select of
+        true when Yields > 0 -> ok;
+        true -> ct:fail({no_reply_yields, Yields});
+        false -> 0 = Yields
+    end.
+
+%% As tcp_active_reply_echo_in_order, with an owner whose messages are off
+%% its heap (`{message_queue_data, off_heap}'): ERTS may buffer such a
+%% process's messages per sender and hand them over in buffer order, so its
+%% replies make no read after their yield (its own messages and the
+%% readiness port's could then arrive out of order): the first reply that
+%% would yield turns yields off for the socket. Every byte still arrives
+%% once and in order.
+tcp_reply_yield_off_heap_owner(Config) ->
+    with_reply_yield(fun() -> tcp_reply_yield_off_heap_owner_(Config) end).
+
+tcp_reply_yield_off_heap_owner_(Config) ->
+    M = mod(Config),
+    Yields0 = reply_yields(),
+    echo_run(Config, 5, [{message_queue_data, off_heap}], 300),
+    Yields = reply_yields() - Yields0,
+    case M =:= nifsock_tcp andalso nifsock_readiness:mode() =/= select of
+        true when Yields =:= 1 -> ok;
+        true -> ct:fail({off_heap_owner_yields, Yields});
+        false -> 0 = Yields
+    end.
+
+%% One echo connection: the owner (spawned with SpawnOpts) in `{active,
+%% Mode}', the peer writing N numbered records, two at once and then one per
+%% record echoed back; checks both directions' bytes.
+echo_run(Config, Mode, SpawnOpts, N) ->
+    M = mod(Config),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}]),
+    Self = self(),
+    Owner = spawn_opt(fun() ->
+                              receive go -> ok end,
+                              ok = setopts(Config, S, [{active, Mode}]),
+                              echo_owner(Config, S, Mode, N * 8, <<>>, Self)
+                      end, [link | SpawnOpts]),
+    ok = M:controlling_process(S, Owner),
+    Owner ! go,
+    Records = [<<I:64>> || I <- lists:seq(1, N)],
+    Sent = iolist_to_binary(Records),
+    ok = gen_tcp:send(Peer, lists:sublist(Records, 2)),
+    Back = echo_peer(Peer, lists:nthtail(2, Records), <<>>, byte_size(Sent)),
+    {Sent, Sent} = {Sent, Back},
+    receive
+        {echoed, Owner, Got} -> {Sent, Sent} = {Sent, Got}
+    after ?T -> ct:fail(no_echo_report)
+    end,
+    gen_tcp:close(Peer).
+
+%% The owner: echoes each data message, renews {active, N} at its passive
+%% message, and reports all it got once Total bytes came.
+echo_owner(Config, S, _Mode, Total, Acc, Report) when byte_size(Acc) >= Total ->
+    M = mod(Config),
+    Report ! {echoed, self(), Acc},
+    M:close(S);
+echo_owner(Config, S, Mode, Total, Acc, Report) ->
+    M = mod(Config),
+    {DT, _, _, PT} = tags(Config),
+    receive
+        {DT, S, D} ->
+            ok = M:send(S, D),
+            echo_owner(Config, S, Mode, Total, <<Acc/binary, D/binary>>, Report);
+        {PT, S} ->
+            ok = setopts(Config, S, [{active, Mode}]),
+            echo_owner(Config, S, Mode, Total, Acc, Report)
+    after ?T ->
+            ct:fail({owner_stalled, byte_size(Acc), flush_all()})
+    end.
+
+%% The peer: reads echoes; for each whole record that came back, writes the
+%% next one, until Total bytes came back.
+echo_peer(_Peer, _Rest, Acc, Total) when byte_size(Acc) >= Total ->
+    Acc;
+echo_peer(Peer, Rest, Acc, Total) ->
+    {ok, D} = gen_tcp:recv(Peer, 0, ?T),
+    Acc1 = <<Acc/binary, D/binary>>,
+    Whole = byte_size(Acc1) div 8 - byte_size(Acc) div 8,
+    {Now, Later} = lists:split(min(Whole, length(Rest)), Rest),
+    ok = gen_tcp:send(Peer, Now),
+    echo_peer(Peer, Later, Acc1, Total).
+
+reply_yields() ->
+    maps:get(reply_yields, nifsock:info(), 0).
+
+%% Runs F with the yields after replies on (application env `reply_yield',
+%% off by default), then back as configured.
+with_reply_yield(F) ->
+    ok = nifsock_nif:reply_yield(true),
+    try F()
+    after
+        ok = nifsock_nif:reply_yield(application:get_env(nifsock, reply_yield, false) =:= true)
+    end.
+
+%% nifsock_tcp on the readiness set: a reply's send answered `yield' (the
+%% read wait disarmed until the owner's read after the yield); before that
+%% read, another process makes the socket passive and waits in recv(S, 0):
+%% it gets the bytes that came meanwhile, not stuck behind the disarmed
+%% wait; the owner's late read then delivers nothing. (White-box: the
+%% owner's two calls made by hand.)
+tcp_reply_yield_then_passive_recv_elsewhere(Config) ->
+    with_reply_yield(fun() -> tcp_reply_yield_then_passive_recv_elsewhere_(Config) end).
+
+tcp_reply_yield_then_passive_recv_elsewhere_(Config) ->
+    case reply_yield_pair(Config) of
+        skip -> {skip, "nifsock_tcp on a readiness set only"};
+        {Peer, S} ->
+            Self = self(),
+            Other = spawn_link(fun() ->
+                                       ok = nifsock_tcp:setopts(S, [{active, false}]),
+                                       Self ! passive_now,
+                                       Self ! {got, nifsock_tcp:recv(S, 0, ?T)}
+                               end),
+            receive passive_now -> ok after ?T -> ct:fail(no_setopts) end,
+            ok = gen_tcp:send(Peer, <<"next">>),
+            receive
+                {got, Got} -> {ok, <<"next">>} = Got
+            after ?T -> ct:fail({recv_stuck, flush_all()})
+            end,
+            ok = nifsock_nif:tcp_read_after_yield(S, true),
+            no_msg(S),
+            unlink(Other),
+            ok = nifsock_tcp:close(S),
+            gen_tcp:close(Peer)
+    end.
+
+%% As above, but the socket is closed before the owner's read after its
+%% yield: that read does nothing, and nothing is left open.
+tcp_reply_yield_then_close(Config) ->
+    with_reply_yield(fun() -> tcp_reply_yield_then_close_(Config) end).
+
+tcp_reply_yield_then_close_(Config) ->
+    case reply_yield_pair(Config) of
+        skip -> {skip, "nifsock_tcp on a readiness set only"};
+        {Peer, S} ->
+            #{fds := Fds0} = nifsock:info(),
+            ok = gen_tcp:send(Peer, <<"late">>),
+            Closer = spawn(fun() -> nifsock_tcp:close(S) end),
+            Ref = monitor(process, Closer),
+            receive {'DOWN', Ref, process, Closer, _} -> ok end,
+            ok = nifsock_nif:tcp_read_after_yield(S, true),
+            no_msg(S),
+            {error, closed} = nifsock_tcp:send(S, <<"x">>),
+            #{fds := Fds1} = nifsock:info(),
+            {Fds0, Fds0} = {Fds0, Fds1 + 1},
+            gen_tcp:close(Peer)
+    end.
+
+%% An active nifsock_tcp socket owned by this process that has had data
+%% delivered and whose reply's send answered `yield' (read after it not yet
+%% made); skip off the readiness set.
+reply_yield_pair(Config) ->
+    case mod(Config) =:= nifsock_tcp andalso nifsock_readiness:mode() =/= select of
+        false ->
+            skip;
+        true ->
+            {Peer, S} = raw_pair(Config, [binary, {active, 10}]),
+            %% the first reply does not yield: data after a reply must have
+            %% come before (request/response)
+            ok = gen_tcp:send(Peer, <<"first">>),
+            <<"first">> = data(Config, S),
+            ok = nifsock_nif:tcp_send(S, [<<"reply">>], make_ref()),
+            {ok, <<"reply">>} = gen_tcp:recv(Peer, 5, ?T),
+            ok = gen_tcp:send(Peer, <<"request">>),
+            <<"request">> = data(Config, S),
+            yield = nifsock_nif:tcp_send(S, [<<"reply">>], make_ref()),
+            {ok, <<"reply">>} = gen_tcp:recv(Peer, 5, ?T),
+            {Peer, S}
     end.
 
 %% The port that sends S's active messages: the socket itself (gen_tcp), the

@@ -2,9 +2,13 @@
 %% (application env `readiness', see nifsock_readiness); the others with
 %% the default (the driver path on Linux). Backends defining RECV_YIELD set
 %% the application env `recv_yield' (whether a blocking recv(S, 0) may yield
-%% before it reads; default true). Included by the adapter bodies.
+%% before it reads; default true), and REPLY_YIELD the application env
+%% `reply_yield' (whether an active socket's owner yields after its reply and
+%% reads the next request itself; default true). Included by the adapter
+%% bodies.
 readiness() ->
     ok = recv_yield(),
+    ok = reply_yield(),
     readiness_source().
 
 -ifdef(READINESS).
@@ -32,4 +36,16 @@ recv_yield() ->
     end.
 -else.
 recv_yield() -> ok.
+-endif.
+
+-ifdef(REPLY_YIELD).
+reply_yield() ->
+    _ = application:load(nifsock),
+    ok = application:set_env(nifsock, reply_yield, ?REPLY_YIELD),
+    case erlang:module_loaded(nifsock_nif) of
+        true -> nifsock_nif:reply_yield(?REPLY_YIELD);
+        false -> ok
+    end.
+-else.
+reply_yield() -> ok.
 -endif.

@@ -226,6 +226,9 @@ pub static READ_YIELDS: Counter = Counter::new(24);
 /// Sockets that left the readiness set because their reads after yields kept
 /// finding data (`readiness::leave`).
 pub static SET_LEAVES: Counter = Counter::new(25);
+/// `nifsock_tcp:send/2` calls after which the active socket's owner yielded
+/// to read the peer's next bytes itself (`ops::tcp::active::reply_sent`).
+pub static REPLY_YIELDS: Counter = Counter::new(26);
 
 /// All counters by name, for `nifsock:info/0`; `object_bytes` is the size of
 /// one socket resource object (ERTS counts it as binary memory).
@@ -258,6 +261,7 @@ pub fn snapshot(object_bytes: usize) -> Vec<(&'static str, i64)> {
         ("port_reading", PORT_READING.get()),
         ("read_yields", c(&READ_YIELDS)),
         ("set_leaves", c(&SET_LEAVES)),
+        ("reply_yields", c(&REPLY_YIELDS)),
         // Library generations sharing these counters (2 between an upgrade
         // and the purge of the old code), and upgrades since the first load.
         ("nif_libs", i64::try_from(carry::libs()).unwrap_or(i64::MAX)),

@@ -211,8 +211,30 @@ fn tcp_send_gathered<'a>(
     match sent {
         // the caller's wait needs the timeout
         Ok(send::Outcome::Select(n)) => Ok(codec::send_select(env, n, info.send_timeout)),
+        // a reply: `erlang:yield()`, then `tcp_read_after_yield/1`
+        Ok(send::Outcome::All) if tcp::active::reply_sent(env, sock) => {
+            Ok(atoms::yield_().encode(env))
+        }
         r => super::io::sent(env, r),
     }
+}
+
+/// `nifsock_tcp:send/2`'s call after the yield its send's `yield` asked for:
+/// delivers what the peer sent meanwhile (`ops::tcp::active::read_after_yield`;
+/// `on_heap`: the caller's `message_queue_data` is `on_heap`, else it made no
+/// yield and nothing is read).
+#[rustler::nif]
+fn tcp_read_after_yield<'a>(env: Env<'a>, sock: Sock<'a>, on_heap: bool) -> Term<'a> {
+    tcp::active::read_after_yield(env, sock, on_heap);
+    atoms::ok().encode(env)
+}
+
+/// Turns the yields after an active socket's replies on or off (application
+/// env `reply_yield`, from `nifsock_nif`'s load).
+#[rustler::nif]
+fn reply_yield(on: bool) -> rustler::Atom {
+    tcp::active::set_reply_yield(on);
+    atoms::ok()
 }
 
 /// `nifsock_tcp:peername/1`: `{ok, {IP, Port}}` or `{ok, {local, Path}}`.

@@ -169,6 +169,40 @@ pub fn rearm_direct(obj: Obj<'_, Socket>, more: bool) {
     }
 }
 
+/// An active socket's owner sent its reply and will yield, then read the
+/// peer's next bytes itself (`ops::tcp::active::reply_sent`): its read wait
+/// in the set is disarmed, so an edge that comes meanwhile is kept (no drain
+/// delivers it) and the owner's read after the yield uses it up. Only for a
+/// socket whose input the set has (not the port's), with no backlog entry,
+/// and armed now. Returns whether it was disarmed.
+pub fn hold_for_reply(st: &mut State) -> bool {
+    if st.rd.key.is_none() || st.rd.direct || st.rd.queued || !st.rd.edge.cancel() {
+        return false;
+    }
+    st.rd.reply_yield = true;
+    true
+}
+
+/// Ends a [`hold_for_reply`] without the owner's read: the socket turned
+/// passive while its owner yielded after a reply, or the owner makes no read
+/// after its yield. Its read wait is armed again, and an edge kept meanwhile
+/// goes to a later drain, which delivers it (or, the socket now passive,
+/// hands the wait on: a queued passive `recv` would otherwise wait behind
+/// the disarmed one until the owner's read after its yield).
+pub fn end_reply_hold(obj: Obj<'_, Socket>) {
+    let s = obj.get();
+    let mut st = s.lock();
+    if !std::mem::replace(&mut st.rd.reply_yield, false) {
+        return;
+    }
+    let Some(k) = st.rd.key else { return };
+    st.rd.edge.rearm();
+    if st.rd.edge.take_pending(false) && !std::mem::replace(&mut st.rd.queued, true) {
+        drop(st);
+        push(k);
+    }
+}
+
 /// Before an active delivery gives up its read wait without having read to
 /// EAGAIN (the socket turned passive, or its count ran out): the edge it took
 /// is kept for the next read wait (`ReadEdge::gave_up`; without it a passive

@@ -61,8 +61,8 @@ mod drain;
 mod set;
 
 pub use arm::{
-    arm, arm_write, cancel, defer_armed, hup, keep_ready, leave, nothing_new, reads_follow,
-    rearm_direct, unregister, write_attempt, Arm,
+    arm, arm_write, cancel, defer_armed, end_reply_hold, hold_for_reply, hup, keep_ready, leave,
+    nothing_new, reads_follow, rearm_direct, unregister, write_attempt, Arm,
 };
 pub use direct::{release, set_rule as set_port_rule};
 pub use drain::{install, pump_drain, Out, Taken};

@@ -43,4 +43,19 @@ pub struct SockRd {
     /// When the port last reported it so (a gap of the grace period ends the
     /// stretch: the input was read meanwhile without an arm).
     pub unarmed_last: u32,
+    /// An active delivery sent the owner data since its last send (the next
+    /// send may be the reply to it: `ops::tcp::active::reply_sent`).
+    pub delivered: bool,
+    /// The owner sent after a delivery (a reply) at least once.
+    pub replied: bool,
+    /// Data came after such a reply: the peer talks request/response on
+    /// this connection (a `Connection: close` exchange never gets here).
+    pub conversing: bool,
+    /// An owner of the socket keeps its messages off its heap: its reads
+    /// after yields are not made (`ops::tcp::active::read_after_yield`).
+    pub no_reply_yield: bool,
+    /// The owner sent its reply and yields, then reads the peer's next
+    /// bytes itself; meanwhile its read wait is disarmed, so a drain keeps
+    /// the edge instead of delivering (`readiness::hold_for_reply`).
+    pub reply_yield: bool,
 }

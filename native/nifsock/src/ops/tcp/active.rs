@@ -23,6 +23,7 @@ use crate::sys::select::Dir;
 use crate::sys::syscall;
 use rustler::sys::ErlNifPid;
 use rustler::{Atom, Encoder, Env, OwnedBinary, Term};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Where a delivery runs.
 enum Via<'a, 'm, 'o> {
@@ -156,6 +157,9 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>, activated: bool) -> (End, usize) 
         // before `reads_follow`, which uses up a kept edge
         let idle = activated && readiness::nothing_new(&st) && s.take_drained();
         readiness::reads_follow(&mut st);
+        // this delivery's reads take what an owner's read after its reply's
+        // yield would have (`read_after_yield` then does nothing)
+        st.rd.reply_yield = false;
         (
             st.owner,
             st.tcp,
@@ -171,11 +175,13 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>, activated: bool) -> (End, usize) 
     let mut more = false;
     let mut drained = idle;
     let mut ending = None;
+    let mut delivered = false;
     while opts.active != Active::Off {
         match frame(&opts, 0, &pending, rcvbuf) {
             Found::Packet { consumed, payload } => {
                 let bytes = pending.get(payload).unwrap_or(&[]);
                 via.send(obj, &owner, &opts, Msg::Data(bytes));
+                delivered = true;
                 pending.drain(..consumed.min(pending.len()));
                 opts.active = count_down(via, obj, &owner, &opts);
             }
@@ -201,6 +207,7 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>, activated: bool) -> (End, usize) 
                     let (r, n) = read_raw(via, obj, s, &owner, &opts, rcvbuf);
                     read_bytes += n;
                     if n > 0 {
+                        delivered = true;
                         opts.active = count_down(via, obj, &owner, &opts);
                     }
                     r
@@ -246,6 +253,10 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>, activated: bool) -> (End, usize) 
     {
         let mut st = s.lock();
         st.pending = pending;
+        if delivered {
+            st.rd.delivered = true;
+            st.rd.conversing |= st.rd.replied;
+        }
         // setopts may have changed the mode meanwhile: only our own count moves.
         if st.tcp.active != Active::Off {
             st.tcp.active = opts.active;
@@ -387,8 +398,112 @@ pub fn deliver<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid) {
     deliver_as(env, sock, pump, false);
 }
 
+/// Whether an active socket's owner yields after its reply, then reads the
+/// peer's next bytes itself (application env `reply_yield`, default false).
+static REPLY_YIELD: AtomicBool = AtomicBool::new(false);
+
+/// Turns the yields after replies on or off (from `nifsock_nif`'s load).
+pub fn set_reply_yield(on: bool) {
+    REPLY_YIELD.store(on, Ordering::Relaxed);
+}
+
+/// After `nifsock_tcp:send/2` sent all of its data on `sock`: whether the
+/// caller is to yield, then call [`read_after_yield`].
+///
+/// The passive `recv(S, 0)`'s yield (`core::yield_read`), for active
+/// sockets: a request/response server's owner gets a request as a message,
+/// sends the reply, and goes back to its `receive`; on a busy scheduler the
+/// peer's next request comes while the other runnable processes run, and a
+/// drain then reads it and sends it to the owner. If the owner instead
+/// yields after the send and reads then, one read in the owner's own call
+/// replaces the drain's read and message from the readiness port: the
+/// owner was going to be scheduled for that message anyway. Meanwhile its
+/// read wait is disarmed (`readiness::hold_for_reply`), so an edge is kept,
+/// not delivered, and the read after the yield uses it up.
+///
+/// Only for the owner's first send since a delivery to it (a stream of sends
+/// yields once per message received), once data came after such a reply
+/// before (a connection that closes after its one reply never yields, where
+/// the read would find nothing), on an open active socket whose input
+/// the readiness set has, armed; and while the socket's reads after yields
+/// find data (the score passive reads keep: after two misses in a row it
+/// pauses for 32 sends).
+///
+/// Off by default (`set_reply_yield`): the socket stays in the set, so the
+/// edge of the request it reads still reaches a drain (kept there), and the
+/// yield and the owner's own message cost about what the drain's delivery
+/// from the port saved (doc/readiness-research.md, "How often a busy
+/// scheduler polls; replies that yield").
+pub fn reply_sent(env: Env, sock: Sock) -> bool {
+    if !REPLY_YIELD.load(Ordering::Relaxed) || !readiness::enabled() {
+        return false;
+    }
+    let Some(caller) = msg::self_pid(env) else {
+        return false;
+    };
+    let s = sock.s;
+    let mut st = s.lock();
+    if !std::mem::replace(&mut st.rd.delivered, false) {
+        return false;
+    }
+    st.rd.replied = true;
+    if !st.rd.conversing
+        || st.rd.no_reply_yield
+        || st.phase != Phase::Open
+        || st.tcp.active == Active::Off
+        || !msg::same_pid(&st.owner, &caller)
+        || !st.rd.edge.armed()
+        || !s.yield_first()
+    {
+        return false;
+    }
+    if !readiness::hold_for_reply(&mut st) {
+        return false;
+    }
+    stats::REPLY_YIELDS.incr();
+    true
+}
+
+/// The owner's read after its reply's yield ([`reply_sent`]): delivers what
+/// came meanwhile, as the drain would have, from the owner's own call (the
+/// messages are the owner's to itself, as `set_active`'s inline delivery),
+/// and arms the read wait again. Nothing when a delivery, a mode change or a
+/// close came first.
+///
+/// `on_heap`: the owner's messages are on its heap (`message_queue_data`).
+/// Its own messages and the drains' (from the readiness port) then reach its
+/// queue in the order they were sent: ERTS links each one into the outer
+/// queue under the receiver's queue lock, and the socket's delivery lock
+/// orders the sends. An owner with `off_heap` messages may get ERTS's
+/// parallel send buffers, one per sender, which it fetches in slot order,
+/// not send order: for such an owner the read is not made (the wait is armed
+/// again, as [`end_reply_hold`](readiness::end_reply_hold)) and the socket
+/// yields no more.
+pub fn read_after_yield<'a>(env: Env<'a>, sock: Sock<'a>, on_heap: bool) {
+    if !on_heap {
+        sock.s.lock().rd.no_reply_yield = true;
+        readiness::end_reply_hold(sock.obj);
+        return;
+    }
+    let pump = {
+        let mut st = sock.s.lock();
+        if !std::mem::replace(&mut st.rd.reply_yield, false) || st.phase != Phase::Open {
+            return;
+        }
+        match st.readers.current.as_ref() {
+            Some(w) => w.pid,
+            None => return,
+        }
+    };
+    let read = deliver_as(env, sock, &pump, false);
+    // scored as a passive read after a yield; such a socket stays in the set
+    // (its owner may not send again, and only the set would then see input)
+    let _ = sock.s.yielded(read > 0);
+}
+
 /// [`deliver`]; `activated`: called by `set_active` (see [`deliver_in`]).
-fn deliver_as<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid, activated: bool) {
+/// Returns the bytes read.
+fn deliver_as<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid, activated: bool) -> usize {
     let _serial = sock.s.delivery_lock();
     let via = Via::Nif(env, sock.term);
     let (end, read_bytes) = deliver_in(&via, sock.obj, activated);
@@ -425,6 +540,7 @@ fn deliver_as<'a>(env: Env<'a>, sock: Sock<'a>, pump: &ErlNifPid, activated: boo
             }
         }
     }
+    read_bytes
 }
 
 /// A readiness drain's delivery for an active socket whose read waiter is its
@@ -524,6 +640,8 @@ pub fn set_active<'a>(
     drop(serial);
     if now != Active::Off {
         deliver_as(env, sock, pump, true);
+    } else {
+        readiness::end_reply_hold(sock.obj);
     }
     Ok(())
 }

@@ -26,26 +26,24 @@ readiness_source() -> ok.
 -endif.
 
 -ifdef(RECV_YIELD).
-recv_yield() ->
-    _ = application:load(nifsock),
-    ok = application:set_env(nifsock, recv_yield, ?RECV_YIELD),
-    %% read when the NIF loads; a node where it is loaded already takes it now
-    case erlang:module_loaded(nifsock_nif) of
-        true -> nifsock_nif:recv_yield(?RECV_YIELD);
-        false -> ok
-    end.
+recv_yield() -> nifsock_env(recv_yield, ?RECV_YIELD, fun nifsock_nif:recv_yield/1).
 -else.
 recv_yield() -> ok.
 -endif.
 
 -ifdef(REPLY_YIELD).
-reply_yield() ->
-    _ = application:load(nifsock),
-    ok = application:set_env(nifsock, reply_yield, ?REPLY_YIELD),
-    case erlang:module_loaded(nifsock_nif) of
-        true -> nifsock_nif:reply_yield(?REPLY_YIELD);
-        false -> ok
-    end.
+reply_yield() -> nifsock_env(reply_yield, ?REPLY_YIELD, fun nifsock_nif:reply_yield/1).
 -else.
 reply_yield() -> ok.
 -endif.
+
+%% Sets nifsock's application env Key to Value, read when the NIF loads; on
+%% a node where it is loaded already, Set(Value) takes it now.
+-compile({nowarn_unused_function, [{nifsock_env, 3}]}).
+nifsock_env(Key, Value, Set) ->
+    _ = application:load(nifsock),
+    ok = application:set_env(nifsock, Key, Value),
+    case erlang:module_loaded(nifsock_nif) of
+        true -> Set(Value);
+        false -> ok
+    end.

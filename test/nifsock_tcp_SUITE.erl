@@ -302,10 +302,27 @@ init_per_group(kernel, Config) ->
 
 end_per_group(_Group, _Config) -> ok.
 
+%% The white-box cases of the yields after replies run on nifsock_tcp over a
+%% readiness set, with the yields on.
+init_per_testcase(Case, Config) when Case =:= tcp_reply_yield_then_passive_recv_elsewhere;
+                                     Case =:= tcp_reply_yield_then_close ->
+    case mod(Config) =:= nifsock_tcp andalso nifsock_readiness:mode() =/= select of
+        true ->
+            ok = nifsock_nif:reply_yield(true),
+            flush_all(),
+            Config;
+        false ->
+            {skip, "nifsock_tcp on a readiness set only"}
+    end;
 init_per_testcase(_Case, Config) ->
     flush_all(),
     Config.
 
+end_per_testcase(Case, _Config) when Case =:= tcp_reply_yield_then_passive_recv_elsewhere;
+                                     Case =:= tcp_reply_yield_then_close ->
+    ok = reply_yield_as_configured(),
+    flush_all(),
+    ok;
 end_per_testcase(_Case, _Config) ->
     flush_all(),
     ok.
@@ -913,8 +930,13 @@ with_reply_yield(F) ->
     ok = nifsock_nif:reply_yield(true),
     try F()
     after
-        ok = nifsock_nif:reply_yield(application:get_env(nifsock, reply_yield, false) =:= true)
+        ok = reply_yield_as_configured()
     end.
+
+%% The yields after replies back as the application env says (as the NIF's
+%% load sets them).
+reply_yield_as_configured() ->
+    nifsock_nif:reply_yield(application:get_env(nifsock, reply_yield, false) =:= true).
 
 %% nifsock_tcp on the readiness set: a reply's send answered `yield' (the
 %% read wait disarmed until the owner's read after the yield); before that
@@ -923,74 +945,58 @@ with_reply_yield(F) ->
 %% wait; the owner's late read then delivers nothing. (White-box: the
 %% owner's two calls made by hand.)
 tcp_reply_yield_then_passive_recv_elsewhere(Config) ->
-    with_reply_yield(fun() -> tcp_reply_yield_then_passive_recv_elsewhere_(Config) end).
-
-tcp_reply_yield_then_passive_recv_elsewhere_(Config) ->
-    case reply_yield_pair(Config) of
-        skip -> {skip, "nifsock_tcp on a readiness set only"};
-        {Peer, S} ->
-            Self = self(),
-            Other = spawn_link(fun() ->
-                                       ok = nifsock_tcp:setopts(S, [{active, false}]),
-                                       Self ! passive_now,
-                                       Self ! {got, nifsock_tcp:recv(S, 0, ?T)}
-                               end),
-            receive passive_now -> ok after ?T -> ct:fail(no_setopts) end,
-            ok = gen_tcp:send(Peer, <<"next">>),
-            receive
-                {got, Got} -> {ok, <<"next">>} = Got
-            after ?T -> ct:fail({recv_stuck, flush_all()})
-            end,
-            ok = nifsock_nif:tcp_read_after_yield(S, true),
-            no_msg(S),
-            unlink(Other),
-            ok = nifsock_tcp:close(S),
-            gen_tcp:close(Peer)
-    end.
+    {Peer, S} = reply_yield_pair(Config),
+    Self = self(),
+    Other = spawn_link(fun() ->
+                               ok = nifsock_tcp:setopts(S, [{active, false}]),
+                               Self ! passive_now,
+                               Self ! {got, nifsock_tcp:recv(S, 0, ?T)}
+                       end),
+    receive passive_now -> ok after ?T -> ct:fail(no_setopts) end,
+    ok = gen_tcp:send(Peer, <<"next">>),
+    receive
+        {got, Got} -> {ok, <<"next">>} = Got
+    after ?T -> ct:fail({recv_stuck, flush_all()})
+    end,
+    ok = nifsock_nif:tcp_read_after_yield(S, true),
+    no_msg(S),
+    unlink(Other),
+    ok = nifsock_tcp:close(S),
+    gen_tcp:close(Peer).
 
 %% As above, but the socket is closed before the owner's read after its
 %% yield: that read does nothing, and nothing is left open.
 tcp_reply_yield_then_close(Config) ->
-    with_reply_yield(fun() -> tcp_reply_yield_then_close_(Config) end).
-
-tcp_reply_yield_then_close_(Config) ->
-    case reply_yield_pair(Config) of
-        skip -> {skip, "nifsock_tcp on a readiness set only"};
-        {Peer, S} ->
-            #{fds := Fds0} = nifsock:info(),
-            ok = gen_tcp:send(Peer, <<"late">>),
-            Closer = spawn(fun() -> nifsock_tcp:close(S) end),
-            Ref = monitor(process, Closer),
-            receive {'DOWN', Ref, process, Closer, _} -> ok end,
-            ok = nifsock_nif:tcp_read_after_yield(S, true),
-            no_msg(S),
-            {error, closed} = nifsock_tcp:send(S, <<"x">>),
-            #{fds := Fds1} = nifsock:info(),
-            {Fds0, Fds0} = {Fds0, Fds1 + 1},
-            gen_tcp:close(Peer)
-    end.
+    {Peer, S} = reply_yield_pair(Config),
+    #{fds := Fds0} = nifsock:info(),
+    ok = gen_tcp:send(Peer, <<"late">>),
+    Closer = spawn(fun() -> nifsock_tcp:close(S) end),
+    Ref = monitor(process, Closer),
+    receive {'DOWN', Ref, process, Closer, _} -> ok end,
+    ok = nifsock_nif:tcp_read_after_yield(S, true),
+    no_msg(S),
+    {error, closed} = nifsock_tcp:send(S, <<"x">>),
+    #{fds := Fds1} = nifsock:info(),
+    {Fds0, Fds0} = {Fds0, Fds1 + 1},
+    gen_tcp:close(Peer).
 
 %% An active nifsock_tcp socket owned by this process that has had data
 %% delivered and whose reply's send answered `yield' (read after it not yet
-%% made); skip off the readiness set.
+%% made); for cases that init_per_testcase runs on a readiness set, with the
+%% yields on.
 reply_yield_pair(Config) ->
-    case mod(Config) =:= nifsock_tcp andalso nifsock_readiness:mode() =/= select of
-        false ->
-            skip;
-        true ->
-            {Peer, S} = raw_pair(Config, [binary, {active, 10}]),
-            %% the first reply does not yield: data after a reply must have
-            %% come before (request/response)
-            ok = gen_tcp:send(Peer, <<"first">>),
-            <<"first">> = data(Config, S),
-            ok = nifsock_nif:tcp_send(S, [<<"reply">>], make_ref()),
-            {ok, <<"reply">>} = gen_tcp:recv(Peer, 5, ?T),
-            ok = gen_tcp:send(Peer, <<"request">>),
-            <<"request">> = data(Config, S),
-            yield = nifsock_nif:tcp_send(S, [<<"reply">>], make_ref()),
-            {ok, <<"reply">>} = gen_tcp:recv(Peer, 5, ?T),
-            {Peer, S}
-    end.
+    {Peer, S} = raw_pair(Config, [binary, {active, 10}]),
+    %% the first reply does not yield: data after a reply must have come
+    %% before (request/response)
+    ok = gen_tcp:send(Peer, <<"first">>),
+    <<"first">> = data(Config, S),
+    ok = nifsock_nif:tcp_send(S, [<<"reply">>], make_ref()),
+    {ok, <<"reply">>} = gen_tcp:recv(Peer, 5, ?T),
+    ok = gen_tcp:send(Peer, <<"request">>),
+    <<"request">> = data(Config, S),
+    yield = nifsock_nif:tcp_send(S, [<<"reply">>], make_ref()),
+    {ok, <<"reply">>} = gen_tcp:recv(Peer, 5, ?T),
+    {Peer, S}.
 
 %% The port that sends S's active messages: the socket itself (gen_tcp), the
 %% readiness driver's port (nifsock_tcp on the driver readiness source).

@@ -121,49 +121,43 @@ impl Counter {
     }
 }
 
-/// A gauge that goes up and down (a slot of every block, two's complement).
-pub struct Gauge(usize);
-
-impl Gauge {
-    const fn new(slot: usize) -> Self {
-        assert!(slot < carry::SLOTS);
-        Gauge(slot)
-    }
-    /// +1.
-    pub fn up(&self) {
-        bump(self.0, 1);
-    }
-    /// -1.
-    pub fn down(&self) {
-        bump(self.0, u64::MAX);
-    }
-    /// The current value.
-    pub fn get(&self) -> i64 {
-        sum(self.0) as i64
-    }
-}
+/// A gauge that goes up and down (a slot of every block, two's complement),
+/// or, as a [`SharedGauge`] (`SHARED`), of the shared block alone.
+pub struct Gauge<const SHARED: bool = false>(usize);
 
 /// A gauge the library itself reads where speed matters (a drain's decision),
 /// which changes seldom: one slot of the shared block, so reading it is one
 /// atomic load, not a sum over every thread's block under a lock.
-pub struct SharedGauge(usize);
+pub type SharedGauge = Gauge<true>;
 
-impl SharedGauge {
+impl<const SHARED: bool> Gauge<SHARED> {
     const fn new(slot: usize) -> Self {
         assert!(slot < carry::SLOTS);
-        SharedGauge(slot)
+        Gauge(slot)
+    }
+    /// Adds `n` (wrapping) to its slot of this thread's block or the shared one.
+    fn add(&self, n: u64) {
+        if SHARED {
+            bump_shared(self.0, n);
+        } else {
+            bump(self.0, n);
+        }
     }
     /// +1.
     pub fn up(&self) {
-        bump_shared(self.0, 1);
+        self.add(1);
     }
     /// -1.
     pub fn down(&self) {
-        bump_shared(self.0, u64::MAX);
+        self.add(u64::MAX);
     }
     /// The current value.
     pub fn get(&self) -> i64 {
-        carry::counter(self.0).map_or(0, |c| c.load(Ordering::Relaxed) as i64)
+        if SHARED {
+            carry::counter(self.0).map_or(0, |c| c.load(Ordering::Relaxed) as i64)
+        } else {
+            sum(self.0) as i64
+        }
     }
 }
 

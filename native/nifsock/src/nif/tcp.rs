@@ -211,7 +211,7 @@ fn tcp_send_gathered<'a>(
     match sent {
         // the caller's wait needs the timeout
         Ok(send::Outcome::Select(n)) => Ok(codec::send_select(env, n, info.send_timeout)),
-        // a reply: `erlang:yield()`, then `tcp_read_after_yield/1`
+        // a reply: `erlang:yield()`, then `tcp_read_after_yield/2`
         Ok(send::Outcome::All) if tcp::active::reply_sent(env, sock) => {
             Ok(atoms::yield_().encode(env))
         }

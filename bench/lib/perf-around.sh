@@ -14,11 +14,23 @@
 # Returns CMD's exit status.
 PERF_LEAD=${PERF_LEAD:-0.2}
 perf_around() {
-    local pid=$1 ev=$2 out=$3 stop pp rc=0
+    local pid=$1 ev=$2 out=$3
     shift 3
+    local args=(stat -x, -e "$ev" -o "$out")
+    perf_window args "$pid" "$@"
+}
+
+#   perf_window ARGS PID CMD...
+#
+# The same window for any perf subcommand: ARGS names an array holding perf's
+# arguments before `-p PID` (e.g. `record -q -e EVENT -o FILE`).
+perf_window() {
+    local -n perf_args=$1
+    local pid=$2 stop pp rc=0
+    shift 2
     stop=$(mktemp -u "${TMPDIR:-/tmp}/perf-around.XXXXXX")
     mkfifo "$stop"
-    perf stat -x, -e "$ev" -p "$pid" -o "$out" -- sh -c 'read -r _ < "$0"' "$stop" &
+    perf "${perf_args[@]}" -p "$pid" -- sh -c 'read -r _ < "$0"' "$stop" &
     pp=$!
     sleep "$PERF_LEAD"
     "$@" || rc=$?

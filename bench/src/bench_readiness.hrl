@@ -4,7 +4,7 @@
 %% the application env `recv_yield' (whether a blocking recv(S, 0) may yield
 %% before it reads; default true), and REPLY_YIELD the application env
 %% `reply_yield' (whether an active socket's owner yields after its reply and
-%% reads the next request itself; default true). Included by the adapter
+%% reads the next request itself; default false). Included by the adapter
 %% bodies.
 readiness() ->
     ok = recv_yield(),

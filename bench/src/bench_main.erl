@@ -2,7 +2,8 @@
 %%
 %% Started by bench/run pinned to the load core. It starts one server node
 %% per backend (peer, pinned to the server core, `+S 1:1'), runs each
-%% workload in rounds that interleave the backends (A B C A B C ...),
+%% workload in rounds that interleave the backends, each round's order the
+%% last one's rotated by one (A B C, B C A, C A B, ...),
 %% drives wrk (HTTP workloads) or its own client loops (the others),
 %% samples CPU time from /proc, writes the raw per-round numbers and
 %% hands them to bench_report.
@@ -229,9 +230,18 @@ workload(W, Cfg) ->
             Backends = [B || B <- maps:get(backends, Cfg), runs(W, B)],
             log("bench: ~p: ~p round(s) x ~p", [W, Rounds, Backends]),
             lists:append(
-              [[one(W, R, B, Cfg) || B <- Backends]
+              [[one(W, R, B, Cfg) || B <- rotate(Backends, R - 1)]
                || R <- lists:seq(1, Rounds), not past_deadline(Cfg, W, R)])
     end.
+
+%% Round R runs the backends in their order rotated left by R - 1: the
+%% machine's speed drifts by 10-30 % over tens of seconds on these VMs, and
+%% a fixed order would put the same backends in the same part of every
+%% round (the ones compared at opposite ends of it).
+rotate([], _) -> [];
+rotate(L, N) ->
+    {A, B} = lists:split(N rem length(L), L),
+    B ++ A.
 
 %% The {active, N} backends compare active delivery (nifsock_tcp's pumps vs
 %% inet_drv): they run the request/response workloads only.

@@ -192,7 +192,7 @@ header(Cfg) ->
      io_lib:format("- machine: nproc ~s, CPU ~s, kernel ~s, OTP ~s, ~s\n",
                    [maps:get(nproc, M), maps:get(cpu, M), maps:get(kernel, M), maps:get(otp, M), maps:get(wrk, M)]),
      io_lib:format("- pinning: ~s\n", [maps:get(pinning, M)]),
-     io_lib:format("- rounds: ~b (syscalls: ~b), backends interleaved per round in the order ~s; "
+     io_lib:format("- rounds: ~b (syscalls: ~b), backends interleaved per round in the order ~s, rotated by one each round; "
                    "figures are medians over rounds, ratios are per-round ratios medianed\n",
                    [maps:get(rounds, Cfg), maps:get(syscall_rounds, Cfg),
                     lists:join(" ", [atom_to_list(B) || B <- maps:get(backends, Cfg)])]),
@@ -353,7 +353,7 @@ not_run(Results, Cfg) ->
 summary_header(Cfg) ->
     M = maps:get(machine, Cfg),
     [io_lib:format("### OTP ~ts\n\n", [maps:get(otp, M)]),
-     io_lib:format("~ts, ~p mode, ~b rounds, backends interleaved per round (~ts); ~ts; kernel ~ts, ~ts. "
+     io_lib:format("~ts, ~p mode, ~b rounds, backends interleaved per round (~ts, rotated by one each round); ~ts; kernel ~ts, ~ts. "
                    "Figures are medians over rounds, ratios per-round ratios medianed. "
                    "Raw numbers: `~ts`.\n\n",
                    [maps:get(date, M), maps:get(mode, Cfg), maps:get(rounds, Cfg),

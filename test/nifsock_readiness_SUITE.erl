@@ -20,7 +20,7 @@
 -export([all/0, groups/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_group/2, end_per_group/2]).
 
--export([readiness_driver_is_on/1,
+-export([readiness_driver_is_on/1, readiness_stop_tells_waits/1,
          readiness_info_shows_waits/1,
          readiness_default_driver_every_release/1,
          readiness_port_hold_default/1,
@@ -94,8 +94,9 @@ held_cases() ->
 groups() ->
     [{reference, [], cases()},
      {driver, [], cases() ++ held_cases() ++ [readiness_info_shows_waits,
-                                               readiness_port_hold_default]},
-     {pump, [], write_cases()}].
+                                               readiness_port_hold_default,
+                                               readiness_stop_tells_waits]},
+     {pump, [], write_cases() ++ [readiness_stop_tells_waits]}].
 
 init_per_suite(Config) ->
     %% ERL_FLAGS cleared: `make test-readiness' sets a path there for the
@@ -155,6 +156,16 @@ readiness_active_n_delivery(Config) -> run(active_n_delivery, Config).
 %% scheduler wins the race is dropped by the slot generation and phase checks;
 %% that window is not made deterministically here.)
 readiness_close_pending_no_delivery(Config) -> run(close_pending_no_delivery, Config).
+
+%% @doc The source stopped (`nifsock_readiness:stop/0') while waits are armed
+%% in the set: a blocked passive recv, an active socket (on the driver path
+%% one whose input the port holds too), a blocked writer. Each socket leaves
+%% the set, and each wait is served all the same: the reader gets the bytes
+%% sent after the stop, the active sockets deliver them, the writer finishes.
+%% A recv that waits after the stop (an enif_select) is woken by a close from
+%% another process with `{error, closed}'. Started again, the source serves
+%% the sockets that left it.
+readiness_stop_tells_waits(Config) -> run(stop_tells_waits, Config).
 
 %% @doc A hot passive echo (blocking recv(S, 0), 40 round trips) has its
 %% input taken over by the readiness port (`port_holds'); closing it while
@@ -523,6 +534,63 @@ body(owner_death_pending_leaks_nothing, #{tcp := Tcp}) ->
     R = isolated(fun() -> owner_deaths(Tcp, 20) end),
     ok = R,
     ok = settle(Tcp, Base, erlang:monotonic_time(millisecond) + 15000);
+body(stop_tells_waits, #{sock := nifsock, tcp := nifsock_tcp}) ->
+    Driver = nifsock_readiness:mode() =:= driver,
+    Self = self(),
+    {ok, L} = nifsock_tcp:listen(0, [binary, {active, false}, {ip, {127, 0, 0, 1}}]),
+    Pair = fun(Opts) ->
+                   {ok, C} = gen_tcp:connect({127, 0, 0, 1}, nifsock_test_lib:port(nifsock_tcp, L),
+                                             [binary, {active, false}, {nodelay, true} | Opts], ?T),
+                   {ok, A} = nifsock_tcp:accept(L, ?T),
+                   {C, A}
+           end,
+    InSet = fun(A, Key) ->
+                    fun() -> maps:get(Key, maps:get(readiness, nifsock:info(A))) end
+            end,
+    %% a passive reader blocked in the set
+    {C1, A1} = Pair([]),
+    _ = spawn_link(fun() -> Self ! {r1, nifsock_tcp:recv(A1, 0, infinity)} end),
+    ok = until(InSet(A1, read_armed), deadline()),
+    %% an active socket, hot: on the driver path the port holds its input
+    {C2, A2} = Pair([]),
+    ok = nifsock_tcp:setopts(A2, [{active, true}]),
+    #{port_holds := H0} = nifsock:info(),
+    [begin
+         ok = gen_tcp:send(C2, <<K:32>>),
+         receive {nifsock, A2, <<K:32>>} -> ok after ?T -> error({no_delivery, K}) end
+     end || K <- lists:seq(1, 40)],
+    true = (not Driver) orelse maps:get(port_holds, nifsock:info()) > H0
+        orelse error(not_held),
+    %% a writer blocked in the set: its peer reads nothing yet
+    {C3, A3} = Pair([{recbuf, 4096}]),
+    ok = nifsock_tcp:setopts(A3, [{sndbuf, 4096}]),
+    Big = binary:copy(<<"w">>, 1 bsl 20),
+    _ = spawn_link(fun() -> Self ! {w, nifsock_tcp:send(A3, Big)} end),
+    ok = until(InSet(A3, write_armed), deadline()),
+    ok = nifsock_readiness:stop(),
+    [false = maps:get(in_set, maps:get(readiness, nifsock:info(A))) || A <- [A1, A2, A3]],
+    ok = gen_tcp:send(C1, <<"after stop">>),
+    receive {r1, R} -> {ok, <<"after stop">>} = R after ?T -> error(reader_stranded) end,
+    ok = gen_tcp:send(C2, <<"active">>),
+    receive {nifsock, A2, <<"active">>} -> ok after ?T -> error(active_stranded) end,
+    {ok, Big} = gen_tcp:recv(C3, byte_size(Big), ?T),
+    receive {w, ok} -> ok after ?T -> error(writer_stranded) end,
+    %% a wait after the stop, woken by a close from another process
+    _ = spawn_link(fun() -> Self ! {r4, nifsock_tcp:recv(A1, 0, infinity)} end),
+    ok = until(fun() -> maps:get(num_readers, nifsock:info(A1)) >= 1 end, deadline()),
+    ok = nifsock_tcp:close(A1),
+    receive {r4, R4r} -> {error, closed} = R4r after ?T -> error(close_did_not_wake) end,
+    %% started again: the sockets that left the set are served
+    ok = nifsock_readiness:start(),
+    ok = gen_tcp:send(C2, <<"restarted">>),
+    receive {nifsock, A2, <<"restarted">>} -> ok after ?T -> error(not_served_after_start) end,
+    ok = nifsock_tcp:setopts(A2, [{active, false}]),
+    ok = gen_tcp:send(C2, <<"passive">>),
+    {ok, <<"passive">>} = nifsock_tcp:recv(A2, 0, ?T),
+    nothing = no_message(),
+    [ok = gen_tcp:close(C) || C <- [C1, C2, C3]],
+    [ok = nifsock_tcp:close(A) || A <- [A2, A3, L]],
+    ok;
 body(held_echo_close, #{sock := nifsock}) ->
     Base = held_baseline(),
     [ok = held_cycle(I) || I <- lists:seq(1, 4)],

@@ -25,6 +25,9 @@ fn is_pump(env: Env<'_>) -> NifResult<bool> {
 #[rustler::nif]
 fn readiness_pump(env: Env<'_>, on: bool) -> NifResult<Term<'_>> {
     Ok(if is_pump(env)? && readiness::set_pump(on) {
+        if !on {
+            readiness::pump_stopped(env);
+        }
         atoms::ok().encode(env)
     } else {
         (atoms::error(), atoms::invalid()).encode(env)

@@ -20,10 +20,17 @@ pub use crate::core::read_edge::Wait as Arm;
 /// None: the path is off or the fd could not be registered; use enif_select.
 pub fn arm(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm> {
     if !set::enabled() {
+        leave_stopped(st, fd);
         return None;
     }
     if st.rd.key.is_none() {
         st.rd.key = Some(set::register(obj, fd, epoll::IN)?);
+        if !set::enabled() {
+            // the source stopped meanwhile, perhaps after its evacuation
+            // looked at the table: nothing would serve this wait
+            leave_stopped(st, fd);
+            return None;
+        }
     }
     st.rd.unarmed_since = 0;
     Some(st.rd.edge.arm())
@@ -37,12 +44,17 @@ pub fn arm(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm> {
 pub fn arm_write(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm> {
     st.rd.w_set = false;
     if !set::enabled() {
+        leave_stopped(st, fd);
         return None;
     }
     match st.rd.key {
         None => {
             st.rd.key = Some(set::register(obj, fd, epoll::IN | epoll::OUT)?);
             st.rd.out = true;
+            if !set::enabled() {
+                leave_stopped(st, fd);
+                return None;
+            }
         }
         Some(k) if !st.rd.out => {
             if st.rd.direct {
@@ -100,6 +112,19 @@ pub fn cancel(st: &mut State, dir: Dir) -> Option<bool> {
             Some(std::mem::replace(&mut st.rd.w_armed, false))
         }
         _ => None,
+    }
+}
+
+/// A wait of a socket still in the set after its source stopped (`fd` is
+/// the socket's, open: the caller holds its state lock in a call on it): the
+/// socket leaves the set now, so that this wait, an enif_select, is the one
+/// its cancel and close find (a read wait goes through the set whenever the
+/// socket is in it: `cancel`). The slot's reference is not the last one (the
+/// caller holds the socket), so it is dropped here.
+fn leave_stopped(st: &mut State, fd: RawFd) {
+    if st.rd.key.is_some() {
+        st.rd.direct = false;
+        drop(unregister(st, Some(fd)));
     }
 }
 

@@ -265,8 +265,11 @@ pub fn release(fd: RawFd, lingering: bool) -> bool {
             }
             _ => return false,
         }
+        // under `held`: `releases` only names fds whose entry is `Closing`
+        // (`release_all` and `released` keep it so under the same lock), so
+        // no later port lets go of a number closed meanwhile
+        lock(&sh.releases).push(fd);
     }
-    lock(&sh.releases).push(fd);
     if let Some(set) = set::get() {
         set.wakeup().kick();
     }
@@ -291,16 +294,19 @@ pub(super) fn serve_releases() {
 /// the closed sockets' and leaves the others to their sockets' close).
 pub(super) fn release_all() {
     let Some(sh) = set::shared() else { return };
-    let fds: Vec<RawFd> = lock(&sh.held)
-        .iter()
-        .enumerate()
-        .filter(|(_, h)| h.is_some())
-        .filter_map(|(i, _)| RawFd::try_from(i).ok())
-        .collect();
+    let fds: Vec<RawFd> = {
+        let held = lock(&sh.held);
+        // every fd named there is let go below
+        lock(&sh.releases).clear();
+        held.iter()
+            .enumerate()
+            .filter(|(_, h)| h.is_some())
+            .filter_map(|(i, _)| RawFd::try_from(i).ok())
+            .collect()
+    };
     for fd in fds {
         let _ = driver::hold(fd, Hold::Release);
     }
-    lock(&sh.releases).clear();
 }
 
 fn close_with(fd: RawFd, lingering: bool) {
@@ -318,10 +324,15 @@ pub(super) fn released(fd: RawFd) -> bool {
     let Some(i) = index(fd) else { return false };
     let was = {
         let mut held = lock(&sh.held);
-        match held.get_mut(i) {
+        let was = match held.get_mut(i) {
             Some(slot) => sh.retag(slot, None),
             None => None,
+        };
+        if matches!(was, Some(Held::Closing(_))) {
+            // closed below: no port may name this number again
+            lock(&sh.releases).retain(|&f| f != fd);
         }
+        was
     };
     let Some(was) = was else { return false };
     stats::PORT_HELD.down();

@@ -11,7 +11,7 @@ use std::sync::{Mutex, OnceLock};
 use rustler::sys::ErlNifPid;
 use rustler::{Atom, Encoder, Env, Term};
 
-use super::arm::push;
+use super::arm::{push, unregister};
 use super::direct;
 use super::set::{self, lock, EFD_KEY};
 use crate::atoms;
@@ -208,10 +208,69 @@ fn ready(fd: RawFd) {
     direct::serve_releases();
 }
 
-/// The port stops: the set's source is off, and the fds it holds are let go.
+/// The port stops: the fds it holds are let go, the set's source is off,
+/// and the sockets in the set leave it ([`evacuate`]).
 fn on_port_stop() {
-    set::on_port_stop();
     direct::release_all();
+    set::on_port_stop();
+    if let Some(out) = Out::new(None) {
+        evacuate(&out);
+    }
+}
+
+/// The pump source was turned off, in the pump's NIF call (`env`): the
+/// sockets in the set leave it ([`evacuate`]).
+pub fn pump_stopped(env: Env) {
+    if let Some(out) = Out::new(Some(env)) {
+        evacuate(&out);
+    }
+}
+
+/// The set's source is off (its port stopped, or the pump): nothing drains
+/// the set any more. Every open socket in it leaves it (its slot freed, its
+/// fd taken out), and a wait armed there is told now with the select message
+/// the set's next edge would have sent it, as enif_select tells a wait whose
+/// socket is ready: its waiter tries again (a reader reads, a writer writes,
+/// an active socket's pump delivers), and its next wait, with the set off, is
+/// an enif_select, which reports bytes already there. A wait that arms while
+/// this runs finds the source off and goes the same way (`arm::arm`). Not
+/// while a source is on (the pump's stop when the driver source runs).
+fn evacuate(out: &Out) {
+    if set::enabled() {
+        return;
+    }
+    for (k, kept) in set::registered() {
+        let obj = kept.obj();
+        let s = obj.get();
+        let gone = {
+            let mut guard = s.lock();
+            let st = &mut *guard;
+            // a closing socket leaves the set in its close
+            if st.phase != Phase::Open || st.rd.key != Some(k) {
+                continue;
+            }
+            if std::mem::replace(&mut st.rd.w_armed, false) {
+                if let Some(w) = st.writers.current.as_mut() {
+                    w.told = true;
+                    let (pid, handle, internal) = (w.pid, w.handle, w.internal);
+                    select_msg(obj, k, &st.handles, &pid, handle, internal, out);
+                }
+            }
+            st.rd.w_set = false;
+            if st.rd.edge.cancel() {
+                if let Some(w) = st.readers.current.as_mut() {
+                    w.told = true;
+                    let (pid, handle, internal) = (w.pid, w.handle, w.internal);
+                    select_msg(obj, k, &st.handles, &pid, handle, internal, out);
+                }
+            }
+            st.rd.direct = false;
+            let fd = s.with_fd(|fd| fd).ok();
+            unregister(st, fd)
+        };
+        // dropped with no socket lock held
+        drop(gone);
+    }
 }
 
 /// Input on a socket fd the port holds: served as one edge of the set would be.

@@ -65,5 +65,5 @@ pub use arm::{
     nothing_new, reads_follow, rearm_direct, unregister, write_attempt, Arm,
 };
 pub use direct::{release, set_rule as set_port_rule};
-pub use drain::{install, pump_drain, Out, Taken};
+pub use drain::{install, pump_drain, pump_stopped, Out, Taken};
 pub use set::{enabled, pump_on, set_pump, shared_size};

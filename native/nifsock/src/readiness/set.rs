@@ -281,6 +281,22 @@ pub(super) fn free_slot(k: u64) -> Option<Kept<Socket>> {
     kept
 }
 
+/// Every registered socket with its slot key (a snapshot: `evacuate`).
+pub(super) fn registered() -> Vec<(u64, Kept<Socket>)> {
+    let Some(sh) = shared() else {
+        return Vec::new();
+    };
+    let t = lock(&sh.table);
+    t.slots
+        .iter()
+        .enumerate()
+        .filter_map(|(i, slot)| {
+            let obj = slot.obj.clone()?;
+            Some((key(u32::try_from(i).ok()?, slot.gen), obj))
+        })
+        .collect()
+}
+
 /// The socket of slot key `k`, if the slot still has that generation.
 pub(super) fn lookup(k: u64) -> Option<Kept<Socket>> {
     let (idx, gen) = split(k);

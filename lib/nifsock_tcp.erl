@@ -237,11 +237,18 @@ with_socket(Domain, P, Fun) ->
             catch
                 throw:{error, _} = Error ->
                     _ = nifsock:close(S),
-                    Error
+                    %% as setopts/2 (gen_tcp says einval for bad values)
+                    invalid_einval(Error);
+                Class:Reason:Stack ->
+                    _ = nifsock:close(S),
+                    erlang:raise(Class, Reason, Stack)
             end;
         Error ->
             Error
     end.
+
+invalid_einval({error, {invalid, _}}) -> {error, einval};
+invalid_einval(Error) -> Error.
 
 ok(ok) -> ok;
 ok({error, _} = E) -> throw(E).
@@ -871,7 +878,8 @@ parse_one({mode, M}, P) when M =:= binary; M =:= list -> P#{mode => M};
 parse_one({active, A}, P) when is_boolean(A); A =:= once; is_integer(A) -> P#{active => A};
 parse_one({packet, 0}, P) -> P#{packet => raw};
 parse_one({packet, K}, P) when K =:= raw; K =:= 1; K =:= 2; K =:= 4; K =:= line -> P#{packet => K};
-parse_one({packet_size, N}, P) when is_integer(N), N >= 0 -> P#{packet_size => N};
+%% any size, as inet: the driver keeps its low 32 bits
+parse_one({packet_size, N}, P) when is_integer(N), N >= 0 -> P#{packet_size => N band 16#FFFFFFFF};
 parse_one({send_timeout, T}, P) when T =:= infinity; is_integer(T), T >= 0 -> P#{send_timeout => T};
 parse_one({exit_on_close, B}, P) when is_boolean(B) -> P#{exit_on_close => B};
 %% any integer, as inet: the driver keeps its low byte

@@ -23,7 +23,7 @@
 -export([all/0, groups/0, suite/0, init_per_suite/1, end_per_suite/1,
          init_per_group/2, end_per_group/2, init_per_testcase/2, end_per_testcase/2]).
 
--export([tcp_listen_accept_connect_ip/1,
+-export([tcp_listen_accept_connect_ip/1, tcp_passive_recv_exact_timeout_zero/1, tcp_packet_size_any_integer/1, tcp_listen_bad_value_einval/1, tcp_active_close_while_streaming/1,
          tcp_active_reply_echo_in_order/1,
          tcp_reply_yield_then_passive_recv_elsewhere/1,
          tcp_reply_yield_then_close/1,
@@ -176,9 +176,13 @@ cases() ->
      tcp_passive_recv_exact,
      tcp_passive_recv_timeout,
      tcp_passive_recv_timeout_keeps_partial,
+     tcp_passive_recv_exact_timeout_zero,
+     tcp_packet_size_any_integer,
+     tcp_listen_bad_value_einval,
      tcp_passive_recv_timeout_then_recv_zero,
      tcp_passive_recv_timeout_then_longer_recv,
      tcp_active_true,
+     tcp_active_close_while_streaming,
      tcp_active_once,
      tcp_active_n,
      tcp_active_n_additive,
@@ -537,6 +541,60 @@ tcp_passive_recv_timeout_keeps_partial(Config) ->
     {ok, <<"0123456789">>} = M:recv(S, 10, ?T),
     close_all(M, [S]), gen_tcp:close(Peer).
 
+%% recv(S, N, 0) with part of N there is {error, timeout} and keeps the part:
+%% the next recv(S, N, 0), once the rest came, gets all N bytes; so does a
+%% list-mode socket.
+tcp_passive_recv_exact_timeout_zero(Config) ->
+    M = mod(Config),
+    [begin
+         {Peer, S} = raw_pair(Config, [Mode, {active, false}]),
+         ok = gen_tcp:send(Peer, <<"01234">>),
+         timer:sleep(50),
+         {Mode, {error, timeout}} = {Mode, M:recv(S, 10, 0)},
+         {Mode, {error, timeout}} = {Mode, M:recv(S, 10, 0)},
+         ok = gen_tcp:send(Peer, <<"56789ab">>),
+         timer:sleep(50),
+         Want = case Mode of binary -> <<"0123456789">>; list -> "0123456789" end,
+         {Mode, {ok, Want}} = {Mode, M:recv(S, 10, 0)},
+         Rest = case Mode of binary -> <<"ab">>; list -> "ab" end,
+         {Mode, {ok, Rest}} = {Mode, M:recv(S, 0, ?T)},
+         close_all(M, [S]), gen_tcp:close(Peer)
+     end || Mode <- [binary, list]],
+    ok.
+
+%% packet_size takes any non-negative integer, as inet (which keeps its low
+%% 32 bits): setopts and listen say ok, and frames keep flowing.
+tcp_packet_size_any_integer(Config) ->
+    M = mod(Config),
+    {ok, L} = M:listen(0, [{ip, {127, 0, 0, 1}}, {packet_size, 1 bsl 64}]),
+    ok = M:close(L),
+    {Peer, S} = raw_pair(Config, [binary, {active, false}, {packet, 2}]),
+    ok = setopts(Config, S, [{packet_size, (1 bsl 40) + 100}]),
+    ok = gen_tcp:send(Peer, <<3:16, "abc">>),
+    {ok, <<"abc">>} = M:recv(S, 0, ?T),
+    close_all(M, [S]), gen_tcp:close(Peer).
+
+%% A value of the right type that no socket takes: nifsock_tcp's listen and
+%% connect answer {error, einval}, as its setopts does, never {error,
+%% {invalid, _}} (a reason gen_tcp never returns); gen_tcp passes the
+%% number on truncated to 32 bits and says ok (a documented difference).
+tcp_listen_bad_value_einval(Config) ->
+    M = mod(Config),
+    Want = case M of gen_tcp -> ok; nifsock_tcp -> {error, einval} end,
+    Bad = [{buffer, 1 bsl 40}, {sndbuf, 1 bsl 31}],
+    Result = fun({ok, S}) -> ok = M:close(S);
+                (Error) -> Error
+             end,
+    {ok, L} = M:listen(0, [{ip, {127, 0, 0, 1}}]),
+    [begin
+         {Opt, Want} = {Opt, Result(M:listen(0, [{ip, {127, 0, 0, 1}}, Opt]))},
+         {Opt, Want} = {Opt, Result(M:connect({127, 0, 0, 1}, port(Config, L), [Opt], ?T))},
+         {ok, S} = M:listen(0, [{ip, {127, 0, 0, 1}}]),
+         {Opt, Want} = {Opt, setopts(Config, S, [Opt])},
+         ok = M:close(S)
+     end || Opt <- Bad],
+    ok = M:close(L).
+
 %% After a recv(S, N, T) times out with part of N there, recv(S, 0) returns those bytes first.
 tcp_passive_recv_timeout_then_recv_zero(Config) ->
     M = mod(Config),
@@ -572,6 +630,44 @@ tcp_active_true(Config) ->
     ok = gen_tcp:send(Peer, <<"four">>),
     <<"four">> = collect(Config, S, 4),
     close_all(M, [S]), gen_tcp:close(Peer).
+
+%% {active, true} with the peer streaming at full speed, closed by another
+%% process while deliveries run: the owner never gets an error message for
+%% it (a read that finds the fd taken by the close is no socket error). Many
+%% rounds, so some closes land inside a delivery's reads.
+tcp_active_close_while_streaming(Config) ->
+    M = mod(Config),
+    {_, _, Error, _} = tags(Config),
+    Chunk = binary:copy(<<"s">>, 65536),
+    [begin
+         %% small reads: many per delivery, so a close often lands between two
+         {Peer, S} = raw_pair(Config, [binary, {active, true}, {buffer, 512}]),
+         Streamer = spawn(fun() -> stream(Peer, Chunk) end),
+         ok = gen_tcp:controlling_process(Peer, Streamer),
+         _ = data(Config, S),
+         Closer = spawn_link(fun() -> ok = M:close(S) end),
+         Ref = monitor(process, Closer),
+         receive {'DOWN', Ref, process, Closer, _} -> ok end,
+         exit(Streamer, kill),
+         timer:sleep(5),
+         Errors = flush_errors(Error, S),
+         {I, []} = {I, Errors}
+     end || I <- lists:seq(1, 200)],
+    ok.
+
+stream(Peer, Chunk) ->
+    case gen_tcp:send(Peer, Chunk) of
+        ok -> stream(Peer, Chunk);
+        {error, _} -> ok
+    end.
+
+flush_errors(Error, S) ->
+    receive
+        {Error, S, Reason} -> [Reason | flush_errors(Error, S)];
+        {_, S, _} -> flush_errors(Error, S);
+        {_, S} -> flush_errors(Error, S)
+    after 0 -> []
+    end.
 
 %% {active, once}: one message, then passive until setopts([{active, once}]) re-arms it.
 tcp_active_once(Config) ->

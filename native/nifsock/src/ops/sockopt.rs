@@ -49,6 +49,22 @@ fn set_tos(s: &Socket, tos: i32) -> Result<()> {
     Ok(())
 }
 
+/// An SO_LINGER setsockopt (`set`) with the socket's linger state kept
+/// (`close_may_block`, which the close path reads instead of asking the
+/// kernel). A close from another process may run between the setsockopt and
+/// the record: the state says "may block" across that window whenever
+/// either the old or the new setting does, so such a close goes to a dirty
+/// scheduler rather than block a normal one.
+fn set_linger(s: &Socket, blocks: bool, set: impl FnOnce() -> Result<()>) -> Result<()> {
+    let before = s.close_may_block();
+    if blocks {
+        s.set_close_may_block(true);
+    }
+    let r = set();
+    s.set_close_may_block(if r.is_ok() { blocks } else { before });
+    r
+}
+
 /// setopt.
 pub fn set(s: &Socket, opt: SetOpt) -> Result<()> {
     match opt {
@@ -57,13 +73,15 @@ pub fn set(s: &Socket, opt: SetOpt) -> Result<()> {
             Ok(())
         }
         SetOpt::Raw { level, opt, bytes } => {
-            set_raw(s, level, opt, &bytes)?;
-            if level == libc::SOL_SOCKET && opt == libc::SO_LINGER {
-                if let Some((on, secs)) = opts::linger_parse(&bytes) {
-                    s.set_close_may_block(opts::linger_blocks(on, secs));
-                }
+            match (level == libc::SOL_SOCKET && opt == libc::SO_LINGER)
+                .then(|| opts::linger_parse(&bytes))
+                .flatten()
+            {
+                Some((on, secs)) => set_linger(s, opts::linger_blocks(on, secs), || {
+                    set_raw(s, level, opt, &bytes)
+                }),
+                None => set_raw(s, level, opt, &bytes),
             }
-            Ok(())
         }
         SetOpt::Int(spec, i) => {
             set_raw(s, spec.level, spec.opt, &i.to_ne_bytes())?;
@@ -72,11 +90,9 @@ pub fn set(s: &Socket, opt: SetOpt) -> Result<()> {
             }
             Ok(())
         }
-        SetOpt::Linger(spec, on, secs) => {
-            set_raw(s, spec.level, spec.opt, &opts::linger_bytes(on, secs))?;
-            s.set_close_may_block(opts::linger_blocks(on, secs));
-            Ok(())
-        }
+        SetOpt::Linger(spec, on, secs) => set_linger(s, opts::linger_blocks(on, secs), || {
+            set_raw(s, spec.level, spec.opt, &opts::linger_bytes(on, secs))
+        }),
         SetOpt::Str(spec, bytes) => set_raw(s, spec.level, spec.opt, &bytes),
         SetOpt::Tos(tos) => set_tos(s, tos),
     }

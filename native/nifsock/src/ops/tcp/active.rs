@@ -232,6 +232,9 @@ fn deliver_in(via: &Via, obj: Obj<'_, Socket>, activated: bool) -> (End, usize) 
                         rearm = true;
                         break;
                     }
+                    // closed during this delivery: the close ends the socket
+                    // (an `ebadf` here would be a socket error that never was)
+                    Read::Gone => break,
                     // A reset reads as a close, as gen_tcp without show_econnreset
                     // (with it: `{nifsock_error, S, econnreset}`, then closed).
                     Read::Failed(e) if e != libc::ECONNRESET || opts.show_econnreset => {
@@ -342,7 +345,7 @@ fn read_raw(
         });
         scratch_outcome(r, rcvbuf)
     });
-    let (r, n) = r.unwrap_or((Read::Failed(libc::EBADF), 0));
+    let (r, n) = r.unwrap_or((Read::Gone, 0));
     (noted(s, r), n)
 }
 

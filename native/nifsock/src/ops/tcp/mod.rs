@@ -33,6 +33,9 @@ enum Read {
     WouldBlock,
     Eof,
     Failed(i32),
+    /// The socket was closed meanwhile (a close took its fd): not a socket
+    /// error, and nothing of it to tell its owner (the close does).
+    Gone,
 }
 
 /// One recv into the scratch buffer, appended to `pending`.
@@ -41,7 +44,7 @@ fn read_into(s: &Socket, pending: &mut Vec<u8>, rcvbuf: usize) -> Read {
         let r = scratch_read::recv(s, fd, rcvbuf, 0, |got| pending.extend_from_slice(got));
         scratch_outcome(r, rcvbuf).0
     });
-    noted(s, r.unwrap_or(Read::Failed(libc::EBADF)))
+    noted(s, r.unwrap_or(Read::Gone))
 }
 
 /// Marks on the socket whether read `r` left the receive queue empty (a

@@ -39,10 +39,14 @@ pub fn recv<'a>(
                 st.pending = v;
             }
         }
+        // A timeout-0 recv of an exact length goes the framed way: as
+        // inet, bytes short of the length stay for the next call and the
+        // answer is `timeout' (socket's timeout 0 returns them instead).
         if st.tcp.packet == Packet::Raw
             && st.pending.is_empty()
             && !st.tcp.list
             && st.tcp.header == 0
+            && !(mode == Mode::Zero && len > 0)
         {
             drop(st);
             // nifsock_tcp has no nowait: partial bytes stay in the socket.
@@ -95,7 +99,7 @@ pub fn recv<'a>(
                         Err(e) => TcpRecv::Failed(e),
                     };
                 }
-                Read::Eof => {
+                Read::Eof | Read::Gone => {
                     put_back(pending);
                     return TcpRecv::Failed(Error::Closed);
                 }

@@ -28,6 +28,10 @@
 -include("nifsock_internal.hrl").
 
 -define(DEFAULT_BACKLOG, 5).
+%% The process dictionary key of the file of a socket's nowait sendfile
+%% that answered `select': its continuation (`sendfile(S, SelectInfo, ...)')
+%% goes on with it.
+-define(SENDFILE_KEY(S), {'$nifsock_sendfile', S}).
 
 -opaque socket() :: {'$nifsock', reference()}.
 -type select_handle() :: reference().
@@ -66,19 +70,43 @@ open(Domain, Type, Protocol) ->
     open(Domain, Type, Protocol, #{}).
 
 %% @doc `open(Domain, stream, Protocol, Opts)'. Protocol `tcp' or `default'.
--spec open(inet | inet6 | local, stream, tcp | default | integer(), map()) ->
+%% `Opts' as socket's: `netns' (a file name such as "/var/run/netns/NAME")
+%% makes the socket in that network namespace (Linux; the calling scheduler
+%% thread enters it for the socket(2) call and returns at once; it takes
+%% CAP_SYS_ADMIN, `{error, eperm}' otherwise). `debug' and `use_registry'
+%% are accepted and have no effect (nifsock has no socket registry or NIF
+%% debug log).
+-spec open(inet | inet6 | local, stream, tcp | default | integer(),
+           #{netns => string(), debug => boolean(), use_registry => boolean()}) ->
           {ok, socket()} | {error, reason()}.
 open(Domain, Type, Protocol, Opts)
   when is_atom(Domain), is_atom(Type), (is_atom(Protocol) orelse is_integer(Protocol)),
        is_map(Opts) ->
-    case nifsock_nif:open(Domain, Type, Protocol) of
-        {error, {invalid, domain}} -> {error, {invalid, {domain, Domain}}};
-        {error, {invalid, type}} -> {error, {invalid, {type, Type}}};
-        {error, {invalid, protocol}} -> {error, {invalid, {protocol, Protocol}}};
-        Result -> Result
+    case netns(Opts) of
+        {ok, Netns} ->
+            case nifsock_nif:open(Domain, Type, Protocol, Netns) of
+                {error, {invalid, domain}} -> {error, {invalid, {domain, Domain}}};
+                {error, {invalid, type}} -> {error, {invalid, {type, Type}}};
+                {error, {invalid, protocol}} -> {error, {invalid, {protocol, Protocol}}};
+                Result -> Result
+            end;
+        error ->
+            {error, {invalid, {netns, maps:get(netns, Opts)}}}
     end;
 open(Domain, Type, Protocol, Opts) ->
     erlang:error(badarg, [Domain, Type, Protocol, Opts]).
+
+%% The `netns' file name as the NIF takes it: `undefined', or the name's
+%% bytes in the file name encoding (as prim_socket encodes it).
+netns(#{netns := Path}) when is_list(Path) ->
+    case unicode:characters_to_binary(Path, unicode, file:native_name_encoding()) of
+        Bin when is_binary(Bin) -> {ok, Bin};
+        _ -> error
+    end;
+netns(#{netns := _}) ->
+    error;
+netns(_) ->
+    {ok, undefined}.
 
 %% @doc Binds to a sockaddr map, or `any' / `loopback' / `broadcast' (port
 %% 0; a local socket gets `{error, eafnosupport}' for these, as from socket).
@@ -308,8 +336,12 @@ send(S, Data, Timeout) ->
 -spec send(socket(), iodata(), list() | select_info(), timeout_spec()) ->
           ok | {ok, iodata()} | {select, select_info() | {select_info(), iodata()}} |
           {error, reason() | {reason(), iodata()}}.
-send(S, Data, ?SELECT_INFO({send, _}, _), Timeout) ->
-    send(S, Data, [], Timeout);
+send(S, Data, ?SELECT_INFO({send, Flags}, _), Timeout) when is_list(Flags) ->
+    %% a continuation: the rest goes out with the first call's flags
+    send(S, Data, Flags, Timeout);
+send(?SOCK(_), Data, ?SELECT_INFO(_, _) = Cont, _Timeout)
+  when is_binary(Data); is_list(Data) ->
+    {error, {invalid, Cont}};
 send(?SOCK(_) = S, Data, Flags, Timeout)
   when is_list(Flags), is_binary(Data) orelse is_list(Data) ->
     case nifsock_wait:deadline(Timeout) of
@@ -321,8 +353,8 @@ send(?SOCK(_) = S, Data, Flags, Timeout)
             end;
         {handle, H} ->
             case nif_send(S, Data, Flags, H, nowait, Timeout) of
-                {select, 0} -> {select, ?SELECT_INFO({send, []}, H)};
-                {select, N} -> {select, {?SELECT_INFO({send, []}, H), unwrap(rest(Data, N))}};
+                {select, 0} -> {select, ?SELECT_INFO({send, Flags}, H)};
+                {select, N} -> {select, {?SELECT_INFO({send, Flags}, H), unwrap(rest(Data, N))}};
                 Result -> send_result(Result, Data)
             end;
         Deadline ->
@@ -402,7 +434,7 @@ sendfile(S, File) ->
     sendfile(S, File, 0, 0, infinity).
 
 %% @equiv sendfile(S, File, 0, 0, Timeout)
--spec sendfile(socket(), file:fd(), timeout_spec()) ->
+-spec sendfile(socket(), file:fd() | select_info(), timeout_spec()) ->
           {ok, non_neg_integer()} | {select, {select_info(), non_neg_integer()}} |
           {error, reason() | {reason(), non_neg_integer()}}.
 sendfile(S, File, Timeout) ->
@@ -417,17 +449,37 @@ sendfile(S, File, Offset, Count) ->
 %% @doc Sends `Count' bytes (0: up to the end of the file) of a raw file
 %% (`file:open(Name, [raw, read])') from `Offset' with sendfile(2). The socket
 %% is non-blocking: a full socket buffer makes the caller wait for a select,
-%% never a scheduler. Returns the bytes sent.
--spec sendfile(socket(), file:fd(), non_neg_integer(), non_neg_integer(), timeout_spec()) ->
+%% never a scheduler. Returns the bytes sent. With `nowait' (or a select
+%% handle) a full socket answers `{select, {SelectInfo, BytesSent}}'; as with
+%% socket, `sendfile(S, SelectInfo, Offset, Count, Timeout)' then goes on
+%% with the same file (this process keeps it for the socket until the next
+%% sendfile of it, or its close).
+-spec sendfile(socket(), file:fd() | select_info(), non_neg_integer(), non_neg_integer(),
+               timeout_spec()) ->
           {ok, non_neg_integer()} | {select, {select_info(), non_neg_integer()}} |
           {error, reason() | {reason(), non_neg_integer()}}.
+sendfile(?SOCK(_) = S, ?SELECT_INFO(Tag, _) = Cont, Offset, Count, Timeout)
+  when is_integer(Offset), Offset >= 0, is_integer(Count), Count >= 0 ->
+    %% a continuation, as socket's: the file of this socket's last sendfile
+    %% that answered `select' (kept by this process)
+    case Tag =:= sendfile andalso get(?SENDFILE_KEY(S)) of
+        {file, File} -> sendfile(S, File, Offset, Count, Timeout);
+        _ -> {error, {invalid, Cont}}
+    end;
 sendfile(?SOCK(_) = S, File, Offset, Count, Timeout)
   when is_integer(Offset), Offset >= 0, is_integer(Count), Count >= 0 ->
+    _ = erase(?SENDFILE_KEY(S)),
     case file_fd(File) of
         {ok, Fd} ->
             case nifsock_wait:deadline(Timeout) of
                 {handle, H} ->
-                    sendfile_nowait(S, Fd, Offset, Count, H, 0);
+                    case sendfile_nowait(S, Fd, Offset, Count, H, 0) of
+                        {select, _} = Select ->
+                            put(?SENDFILE_KEY(S), {file, File}),
+                            Select;
+                        Result ->
+                            Result
+                    end;
                 Deadline ->
                     sendfile_wait(S, Fd, Offset, Count, ?WAIT_HANDLE(), Deadline, 0)
             end;
@@ -492,6 +544,7 @@ sendfile_error(Reason, Sent) -> {error, {Reason, Sent}}.
 %% SO_LINGER is on with a positive timeout (so the close may block).
 -spec close(socket()) -> ok | {error, reason()}.
 close(?SOCK(_) = S) ->
+    _ = erase(?SENDFILE_KEY(S)),
     case nifsock_nif:close(S) of
         linger -> nifsock_nif:finish_close(S);
         Result -> Result

@@ -4,7 +4,7 @@
 %% `nifsock_wait').
 -module(nifsock_nif).
 
--export([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
+-export([open/4, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
          recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
          setopt/4, getopt/3, tcp_getopt_raw/4, sockname/1, peername/1, cancel/3,
          controlling_process/2, info/1, stats/0,
@@ -16,7 +16,7 @@
          readiness_pump/1, readiness_pump_drain/0, readiness_port_hold/1, dist_attach/2,
          recv_yield/1, reply_yield/1, tcp_read_after_yield/2]).
 
--nifs([open/3, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
+-nifs([open/4, adopt/2, bind/2, listen/2, accept/3, connect/4, connect_finish/1,
        recv/5, take_partial/1, send/5, sendfile/6, close/1, finish_close/1, shutdown/2,
        setopt/4, getopt/3, tcp_getopt_raw/4, sockname/1, peername/1, cancel/3,
        controlling_process/2, info/1, stats/0,
@@ -79,8 +79,9 @@ upgrade_refusal(Text) ->
         _ -> "registering the resource types failed"
     end.
 
--spec open(atom(), atom(), atom() | integer()) -> {ok, sock()} | {error, term()}.
-open(_Domain, _Type, _Protocol) -> erlang:nif_error(nif_not_loaded).
+-spec open(atom(), atom(), atom() | integer(), undefined | binary()) ->
+          {ok, sock()} | {error, term()}.
+open(_Domain, _Type, _Protocol, _Netns) -> erlang:nif_error(nif_not_loaded).
 
 -spec adopt(integer(), boolean()) -> {ok, sock()} | {error, term()}.
 adopt(_Fd, _Dup) -> erlang:nif_error(nif_not_loaded).

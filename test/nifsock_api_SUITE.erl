@@ -23,7 +23,7 @@
 -export([all/0, suite/0, groups/0, init_per_suite/1, end_per_suite/1,
          init_per_group/2, end_per_group/2, init_per_testcase/2, end_per_testcase/2]).
 
--export([api_exports/1,
+-export([api_exports/1, api_open_netns/1, api_send_cont_flags/1, api_sendfile_nowait_cont/1,
          api_open_variants/1,
          api_open_fd/1,
          api_echo_inet/1,
@@ -106,6 +106,7 @@ groups() ->
 cases() ->
     [api_exports,
      api_open_variants,
+     api_open_netns,
      api_open_fd,
      api_echo_inet,
      api_echo_inet6,
@@ -152,7 +153,7 @@ cases() ->
      api_send_iolist,
      api_send_small_leaves_no_binary,
      api_send_partial_timeout,
-     api_send_partial_nowait, api_sendfile,
+     api_send_partial_nowait, api_send_cont_flags, api_sendfile, api_sendfile_nowait_cont,
      api_recv_nowait_after_short_read,
      api_send_partial_binary_rest,
      api_bind_local_ip_names,
@@ -244,6 +245,57 @@ api_open_variants(Config) ->
     true = length(lists:usort(Socks)) =:= length(Socks),
     {ok, stream} = Mod:getopt(hd(Socks), {socket, type}),
     [ok = Mod:close(S) || S <- Socks],
+    ok.
+
+%% Ensures open/4's `netns' makes the socket in that network namespace and
+%% leaves the calling thread in its own: a listener made there (its loopback
+%% brought up) takes a connection from a socket made there, and refuses one
+%% from a socket made without the option, which a listener here accepts.
+%% A missing namespace file is enoent; a non-string netns is refused. Needs
+%% root and iproute2 (`ip netns add'): skipped otherwise.
+api_open_netns(Config) ->
+    Mod = mod(Config),
+    Name = "nifsock_ct_" ++ integer_to_list(erlang:unique_integer([positive])),
+    case os:find_executable("ip") =/= false
+        andalso os:cmd("ip netns add " ++ Name ++ " 2>&1 && echo ok") of
+        "ok\n" ->
+            try
+                "" = os:cmd("ip netns exec " ++ Name ++ " ip link set lo up 2>&1"),
+                netns_check(Mod, "/var/run/netns/" ++ Name)
+            after
+                os:cmd("ip netns del " ++ Name)
+            end;
+        Other ->
+            {skip, {no_netns, Other}}
+    end.
+
+netns_check(Mod, Path) ->
+    Loop = #{family => inet, addr => {127, 0, 0, 1}, port => 0},
+    {ok, L} = Mod:open(inet, stream, tcp, #{netns => Path}),
+    ok = Mod:bind(L, Loop),
+    ok = Mod:listen(L),
+    {ok, #{port := Port} = There} = Mod:sockname(L),
+    {ok, In} = Mod:open(inet, stream, tcp, #{netns => Path}),
+    ok = Mod:connect(In, There, ?T),
+    {ok, A} = Mod:accept(L, ?T),
+    %% sockets made afterwards without the option are here
+    Here = [begin
+                {ok, S} = Mod:open(inet, stream, tcp),
+                {error, econnrefused} = Mod:connect(S, There, ?T),
+                S
+            end || _ <- lists:seq(1, 2 * erlang:system_info(schedulers))],
+    {ok, L2} = Mod:open(inet, stream, tcp),
+    ok = Mod:bind(L2, Loop#{port => Port}),
+    ok = Mod:listen(L2),
+    {ok, Out} = Mod:open(inet, stream, tcp),
+    ok = Mod:connect(Out, There, ?T),
+    {ok, A2} = Mod:accept(L2, ?T),
+    {error, enoent} = Mod:open(inet, stream, tcp, #{netns => Path ++ "_none"}),
+    case Mod of
+        nifsock -> {error, {invalid, {netns, 42}}} = Mod:open(inet, stream, tcp, #{netns => 42});
+        socket -> ok
+    end,
+    [ok = Mod:close(S) || S <- [L, In, A, L2, Out, A2 | Here]],
     ok.
 
 %% Ensures open(FD, #{dup => true}) adopts a duplicate of an existing
@@ -1228,6 +1280,39 @@ api_sendfile(Config) ->
     ok = file:close(F),
     close_all(Mod, [C, A, L]).
 
+%% Ensures a nowait sendfile that fills the socket answers {select, {SelectInfo,
+%% Sent}} and goes on, as socket's, through sendfile(S, SelectInfo, Offset,
+%% Count, nowait) with the same file until every byte is sent; a select info
+%% of another operation is refused.
+api_sendfile_nowait_cont(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = small_buf_pair(Mod),
+    Path = filename:join(?config(priv_dir, Config), "sendfile_cont.bin"),
+    Size = 1024 * 1024,
+    Data = crypto:strong_rand_bytes(Size),
+    ok = file:write_file(Path, Data),
+    {ok, F} = file:open(Path, [raw, read, binary]),
+    {select, {{select_info, sendfile, H} = SI, Sent}} = Mod:sendfile(C, F, 0, 0, nowait),
+    true = Sent < Size,
+    Reader = start_reader(Mod, A, Size),
+    Selects = sendfile_cont(Config, C, SI, H, Sent, Size, 0),
+    true = Selects > 0,
+    Data = reader_result(Reader),
+    Other = {select_info, recv, make_ref()},
+    {error, {invalid, Other}} = Mod:sendfile(C, Other, 0, 0, nowait),
+    ok = file:close(F),
+    close_all(Mod, [C, A, L]).
+
+%% Continues a nowait sendfile from Sent to Size; returns the selects waited for.
+sendfile_cont(Config, S, SI, H, Sent, Size, Selects) ->
+    expect_msg(Config, S, select, H),
+    case (mod(Config)):sendfile(S, SI, Sent, Size - Sent, nowait) of
+        {ok, N} when Sent + N =:= Size ->
+            Selects + 1;
+        {select, {{select_info, sendfile, H2} = SI2, N}} ->
+            sendfile_cont(Config, S, SI2, H2, Sent + N, Size, Selects + 1)
+    end.
+
 read_exact(Mod, S, N) ->
     {ok, B} = Mod:recv(S, N, 10000),
     B.
@@ -1245,6 +1330,28 @@ api_send_partial_nowait(Config) ->
     ok = send_cont(Config, C, Rest, SI, 1000),
     Got = reader_result(Reader),
     Got = Flat,
+    close_all(Mod, [C, A, L]).
+
+%% Ensures the continuation of a nowait send goes on with the first call's
+%% flags (nifsock keeps them in the select info's tag, as socket keeps its
+%% encoded flags), delivers every byte, and that a select info of another
+%% operation is refused as socket refuses it.
+api_send_cont_flags(Config) ->
+    Mod = mod(Config),
+    {L, C, A} = small_buf_pair(Mod),
+    Flat = rand:bytes(?BIG),
+    {select, {{select_info, Tag, H} = SI, Rest}} = Mod:send(C, Flat, [nosignal], nowait),
+    true = is_send_tag(Tag),
+    case Mod of
+        nifsock -> {send, [nosignal]} = Tag;
+        socket -> ok
+    end,
+    Reader = start_reader(Mod, A, byte_size(Flat)),
+    expect_msg(Config, C, select, H),
+    ok = send_cont(Config, C, Rest, SI, 1000),
+    Flat = reader_result(Reader),
+    Other = {select_info, recv, make_ref()},
+    {error, {invalid, Other}} = Mod:send(C, <<"x">>, Other, nowait),
     close_all(Mod, [C, A, L]).
 
 %% Ensures a nowait recv (of what is there, and of an exact length) returns

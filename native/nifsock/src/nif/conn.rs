@@ -1,6 +1,10 @@
 //! NIFs that make, connect and end sockets.
 
-use rustler::{Atom, Encoder, Env, NifResult, Term};
+use std::ffi::OsStr;
+use std::os::unix::ffi::OsStrExt;
+use std::path::Path;
+
+use rustler::{Atom, Binary, Encoder, Env, NifResult, Term};
 
 use crate::atoms;
 use crate::codec::addr::{self, Family};
@@ -25,8 +29,23 @@ fn protocol(p: Term) -> Option<i32> {
     }
 }
 
+/// `open/4`'s `netns`: `undefined`, or the namespace file's name (bytes).
+fn netns_path<'a>(t: Term<'a>) -> Option<Option<&'a Path>> {
+    if t.decode::<Atom>().ok() == Some(atoms::undefined()) {
+        return Some(None);
+    }
+    let b: Binary<'a> = t.decode().ok()?;
+    Some(Some(Path::new(OsStr::from_bytes(b.as_slice()))))
+}
+
 #[rustler::nif]
-fn open<'a>(env: Env<'a>, family: Atom, ty: Atom, proto: Term<'a>) -> NifResult<Term<'a>> {
+fn open<'a>(
+    env: Env<'a>,
+    family: Atom,
+    ty: Atom,
+    proto: Term<'a>,
+    netns: Term<'a>,
+) -> NifResult<Term<'a>> {
     let Some(family) = Family::from_atom(family) else {
         return reply::error(env, Error::Invalid("domain"));
     };
@@ -36,7 +55,10 @@ fn open<'a>(env: Env<'a>, family: Atom, ty: Atom, proto: Term<'a>) -> NifResult<
     let Some(proto) = protocol(proto) else {
         return reply::error(env, Error::Invalid("protocol"));
     };
-    reply::value(env, conn::open(env, family, proto).map(|s| s.term))
+    let Some(netns) = netns_path(netns) else {
+        return reply::error(env, Error::Invalid("netns"));
+    };
+    reply::value(env, conn::open(env, family, proto, netns).map(|s| s.term))
 }
 
 #[rustler::nif]

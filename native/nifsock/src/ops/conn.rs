@@ -1,6 +1,7 @@
 //! Making sockets: open, adopt an fd, accept (accept4, one syscall), connect.
 
 use std::os::fd::RawFd;
+use std::path::Path;
 
 use rustler::{Env, Term};
 use socket2::SockAddr;
@@ -14,6 +15,7 @@ use crate::lifecycle;
 use crate::socket::{Active, Socket, TcpOpts};
 use crate::stats;
 use crate::sys::msg;
+use crate::sys::netns;
 use crate::sys::resource::Owned;
 use crate::sys::select::Dir;
 use crate::sys::syscall;
@@ -67,9 +69,18 @@ pub enum Connected {
     Select,
 }
 
-/// socket(2), non-blocking and close-on-exec.
-pub fn open<'a>(env: Env<'a>, family: Family, protocol: i32) -> Result<Sock<'a>> {
-    let fd = syscall::socket(family.raw(), libc::SOCK_STREAM, protocol)?;
+/// socket(2), non-blocking and close-on-exec; made in the network namespace
+/// that the file `netns` names, when given (`open/4`'s `netns`).
+pub fn open<'a>(
+    env: Env<'a>,
+    family: Family,
+    protocol: i32,
+    netns: Option<&Path>,
+) -> Result<Sock<'a>> {
+    let fd = match netns {
+        None => syscall::socket(family.raw(), libc::SOCK_STREAM, protocol)?,
+        Some(path) => netns::socket_in(path, family.raw(), libc::SOCK_STREAM, protocol)?,
+    };
     wrap(env, fd, family, false, TcpOpts::default())
 }
 

@@ -15,6 +15,7 @@ pub mod epoll;
 pub mod handles;
 pub mod iovec;
 pub mod msg;
+pub mod netns;
 pub mod resource;
 pub mod select;
 pub mod syscall;

@@ -555,10 +555,7 @@ body(stop_tells_waits, #{sock := nifsock, tcp := nifsock_tcp}) ->
     {C2, A2} = Pair([]),
     ok = nifsock_tcp:setopts(A2, [{active, true}]),
     #{port_holds := H0} = nifsock:info(),
-    [begin
-         ok = gen_tcp:send(C2, <<K:32>>),
-         receive {nifsock, A2, <<K:32>>} -> ok after ?T -> error({no_delivery, K}) end
-     end || K <- lists:seq(1, 40)],
+    ok = active_round_trips(C2, A2, 40),
     true = (not Driver) orelse maps:get(port_holds, nifsock:info()) > H0
         orelse error(not_held),
     %% a writer blocked in the set: its peer reads nothing yet
@@ -603,10 +600,7 @@ body(held_input_returned, #{tcp := nifsock_tcp}) ->
     {ok, A} = nifsock_tcp:accept(L, ?T),
     ok = nifsock_tcp:setopts(A, [{active, true}]),
     #{port_holds := H0} = nifsock:info(),
-    [begin
-         ok = gen_tcp:send(C, <<K:32>>),
-         receive {nifsock, A, <<K:32>>} -> ok after ?T -> error({no_delivery, K}) end
-     end || K <- lists:seq(1, 40)],
+    ok = active_round_trips(C, A, 40),
     #{port_holds := H1, port_returns := R0} = nifsock:info(),
     true = H1 > H0 orelse error({not_held, H0, H1}),
     ok = nifsock_tcp:setopts(A, [{active, false}]),
@@ -1308,6 +1302,15 @@ with_port_hold(Rule, F) ->
     after
         ok = nifsock_nif:readiness_port_hold(nifsock_readiness:port_hold())
     end.
+
+%% N packets from gen_tcp client C, each delivered by the {active, true}
+%% nifsock_tcp socket A before the next is sent (what makes A hot).
+active_round_trips(C, A, N) ->
+    [begin
+         ok = gen_tcp:send(C, <<K:32>>),
+         receive {nifsock, A, <<K:32>>} -> ok after ?T -> error({no_delivery, K}) end
+     end || K <- lists:seq(1, N)],
+    ok.
 
 held_baseline() ->
     {baseline(nifsock_tcp), maps:get(port_held, nifsock:info())}.

@@ -526,8 +526,7 @@ setopts(S, Opts) ->
 
 %% gen_tcp's answer to bad values and closed sockets.
 einval({error, closed}) -> {error, einval};
-einval({error, {invalid, _}}) -> {error, einval};
-einval(Error) -> Error.
+einval(Error) -> invalid_einval(Error).
 
 current_format(S) ->
     maps:with(?FORMAT, value(nifsock_nif:tcp_getopts(S))).

@@ -20,17 +20,11 @@ pub use crate::core::read_edge::Wait as Arm;
 /// None: the path is off or the fd could not be registered; use enif_select.
 pub fn arm(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm> {
     if !set::enabled() {
-        leave_stopped(st, fd);
+        leave_stopped(st, Some(fd));
         return None;
     }
     if st.rd.key.is_none() {
-        st.rd.key = Some(set::register(obj, fd, epoll::IN)?);
-        if !set::enabled() {
-            // the source stopped meanwhile, perhaps after its evacuation
-            // looked at the table: nothing would serve this wait
-            leave_stopped(st, fd);
-            return None;
-        }
+        register_while_on(obj, st, fd, epoll::IN)?;
     }
     st.rd.unarmed_since = 0;
     Some(st.rd.edge.arm())
@@ -44,17 +38,13 @@ pub fn arm(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm> {
 pub fn arm_write(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd) -> Option<Arm> {
     st.rd.w_set = false;
     if !set::enabled() {
-        leave_stopped(st, fd);
+        leave_stopped(st, Some(fd));
         return None;
     }
     match st.rd.key {
         None => {
-            st.rd.key = Some(set::register(obj, fd, epoll::IN | epoll::OUT)?);
+            register_while_on(obj, st, fd, epoll::IN | epoll::OUT)?;
             st.rd.out = true;
-            if !set::enabled() {
-                leave_stopped(st, fd);
-                return None;
-            }
         }
         Some(k) if !st.rd.out => {
             if st.rd.direct {
@@ -115,16 +105,29 @@ pub fn cancel(st: &mut State, dir: Dir) -> Option<bool> {
     }
 }
 
-/// A wait of a socket still in the set after its source stopped (`fd` is
-/// the socket's, open: the caller holds its state lock in a call on it): the
-/// socket leaves the set now, so that this wait, an enif_select, is the one
-/// its cancel and close find (a read wait goes through the set whenever the
-/// socket is in it: `cancel`). The slot's reference is not the last one (the
-/// caller holds the socket), so it is dropped here.
-fn leave_stopped(st: &mut State, fd: RawFd) {
+/// Registers the socket whose state is `st` (locked) in the set for
+/// `events`; None if that fails, or if the source stopped meanwhile (perhaps
+/// after its evacuation looked at the table: nothing would serve the wait),
+/// and then the socket is out of the set again.
+fn register_while_on(obj: Obj<'_, Socket>, st: &mut State, fd: RawFd, events: u32) -> Option<()> {
+    st.rd.key = Some(set::register(obj, fd, events)?);
+    if set::enabled() {
+        return Some(());
+    }
+    leave_stopped(st, Some(fd));
+    None
+}
+
+/// The socket whose state is `st` (locked) leaves a set whose source stopped
+/// (`fd`, its open fd, is taken out of the set): from a wait that arms after
+/// the stop, so that this wait, an enif_select, is the one its cancel and
+/// close find (a read wait goes through the set whenever the socket is in
+/// it: `cancel`), and from the stop's evacuation. The slot's reference is not
+/// the last one (the caller holds the socket), so it is dropped here.
+pub(super) fn leave_stopped(st: &mut State, fd: Option<RawFd>) {
     if st.rd.key.is_some() {
         st.rd.direct = false;
-        drop(unregister(st, Some(fd)));
+        drop(unregister(st, fd));
     }
 }
 

@@ -11,13 +11,13 @@ use std::sync::{Mutex, OnceLock};
 use rustler::sys::ErlNifPid;
 use rustler::{Atom, Encoder, Env, Term};
 
-use super::arm::{push, unregister};
+use super::arm::{leave_stopped, push};
 use super::direct;
 use super::set::{self, lock, EFD_KEY};
 use crate::atoms;
 use crate::core::backlog;
 use crate::core::read_edge::Edge;
-use crate::socket::{Active, Phase, Socket, State};
+use crate::socket::{Active, Phase, Socket, State, Waiter};
 use crate::sys::driver::{self, Hooks};
 use crate::sys::drvsend::{Ext, PortId, Spec};
 use crate::sys::env::EnvRef;
@@ -242,34 +242,30 @@ fn evacuate(out: &Out) {
     for (k, kept) in set::registered() {
         let obj = kept.obj();
         let s = obj.get();
-        let gone = {
-            let mut guard = s.lock();
-            let st = &mut *guard;
-            // a closing socket leaves the set in its close
-            if st.phase != Phase::Open || st.rd.key != Some(k) {
-                continue;
-            }
-            if std::mem::replace(&mut st.rd.w_armed, false) {
-                if let Some(w) = st.writers.current.as_mut() {
-                    w.told = true;
-                    let (pid, handle, internal) = (w.pid, w.handle, w.internal);
-                    select_msg(obj, k, &st.handles, &pid, handle, internal, out);
-                }
-            }
-            st.rd.w_set = false;
-            if st.rd.edge.cancel() {
-                if let Some(w) = st.readers.current.as_mut() {
-                    w.told = true;
-                    let (pid, handle, internal) = (w.pid, w.handle, w.internal);
-                    select_msg(obj, k, &st.handles, &pid, handle, internal, out);
-                }
-            }
-            st.rd.direct = false;
-            let fd = s.with_fd(|fd| fd).ok();
-            unregister(st, fd)
-        };
-        // dropped with no socket lock held
-        drop(gone);
+        let mut guard = s.lock();
+        let st = &mut *guard;
+        // a closing socket leaves the set in its close
+        if st.phase != Phase::Open || st.rd.key != Some(k) {
+            continue;
+        }
+        if std::mem::replace(&mut st.rd.w_armed, false) {
+            tell(obj, k, st.writers.current.as_mut(), &st.handles, out);
+        }
+        if st.rd.edge.cancel() {
+            tell(obj, k, st.readers.current.as_mut(), &st.handles, out);
+        }
+        // (`kept` holds the socket: the slot's reference is not the last)
+        leave_stopped(st, s.with_fd(|fd| fd).ok());
+    }
+}
+
+/// Tells the waiter `w` (the current reader or writer of the socket of slot
+/// key `key`) its socket is ready ([`select_msg`]), marking it told.
+fn tell(obj: Obj<'_, Socket>, key: u64, w: Option<&mut Waiter>, handles: &HandleStore, out: &Out) {
+    if let Some(w) = w {
+        w.told = true;
+        let (pid, handle, internal) = (w.pid, w.handle, w.internal);
+        select_msg(obj, key, handles, &pid, handle, internal, out);
     }
 }
 
@@ -368,12 +364,7 @@ fn write_edge(obj: Obj<'_, Socket>, key: u64, st: &mut State, events: u32, out: 
         st.rd.w_ready = true;
         return;
     }
-    let Some(w) = st.writers.current.as_mut() else {
-        return;
-    };
-    w.told = true;
-    let (pid, handle, internal) = (w.pid, w.handle, w.internal);
-    select_msg(obj, key, &st.handles, &pid, handle, internal, out);
+    tell(obj, key, st.writers.current.as_mut(), &st.handles, out);
 }
 
 /// Tells a waiter its socket is ready, as enif_select would: `{'$nifsock',
